@@ -1,0 +1,106 @@
+//! One crate error type, plus small per-operation errors where a failed call hands a value back.
+
+use std::fmt;
+
+/// What kind of ROS 2 name failed validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameKind {
+    /// A node's name (`talker`).
+    Node,
+    /// A node's namespace (`/robot1`).
+    Namespace,
+    /// A topic or service name (`chatter`, `~/status`, `/tf`).
+    Topic,
+}
+
+impl fmt::Display for NameKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NameKind::Node => "node",
+            NameKind::Namespace => "namespace",
+            NameKind::Topic => "topic",
+        })
+    }
+}
+
+/// Every error rclev reports.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// A node, namespace or topic name that ROS 2 naming rules reject.
+    #[error("invalid {kind} name {name:?}: {reason}")]
+    InvalidName {
+        /// Which kind of name.
+        kind: NameKind,
+        /// The name as given.
+        name: String,
+        /// The rule it breaks.
+        reason: &'static str,
+    },
+    /// A publisher or subscription asked for a topic that already carries another type.
+    #[error("topic {topic:?} carries {existing}, not {requested}")]
+    TopicTypeMismatch {
+        /// Fully qualified topic name.
+        topic: String,
+        /// The type the topic already has.
+        existing: String,
+        /// The type of the new endpoint.
+        requested: String,
+    },
+    /// The new endpoint's QoS cannot be matched with an existing one on the same topic.
+    #[error("incompatible QoS on {topic:?}: {reason}")]
+    IncompatibleQos {
+        /// Fully qualified topic name.
+        topic: String,
+        /// Which policy clashes.
+        reason: String,
+    },
+    /// A QoS profile that cannot be honoured (e.g. `KeepLast(0)`).
+    #[error("invalid QoS: {0}")]
+    InvalidQos(&'static str),
+    /// A second server for a service name that already has one.
+    #[error("service {0:?} already has a server")]
+    ServiceAlreadyExists(String),
+    /// The service has no server, or its server went away before answering.
+    #[error("service {0:?} is not available")]
+    ServiceUnavailable(String),
+    /// The service's handler failed (panicked) instead of answering this request.
+    #[error("service {0:?} failed to answer the request")]
+    ServiceFailed(String),
+    /// The Tokio runtime or a thread could not be started.
+    #[error("cannot start the executor: {0}")]
+    Runtime(String),
+    /// A callback panicked; the entity keeps working.
+    #[error("callback of {entity} panicked: {message}")]
+    CallbackPanicked {
+        /// Which entity's callback.
+        entity: String,
+        /// The panic message.
+        message: String,
+    },
+    /// The executor was shut down.
+    #[error("the executor has shut down")]
+    Shutdown,
+    /// `spin()` was called on the thread of the current-thread runtime that runs the workers.
+    #[error("spin() would block the current-thread Tokio runtime its workers run on; use spin_async().await")]
+    BlockingSpinInsideRuntime,
+    /// A message could not be (de)serialized.
+    #[error("serialization failed: {0}")]
+    Serialization(String),
+    /// A timer period that cannot be scheduled (zero or negative for a repeating timer).
+    #[error("invalid timer period {0:?}")]
+    InvalidPeriod(std::time::Duration),
+}
+
+/// `Result` with rclev's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Turns a caught panic payload into a readable message.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}

@@ -1,0 +1,232 @@
+//! `EntityDispatch`: the one path by which every entity (subscription, service, client, guard
+//! condition, timer, action) tells its worker that it has work.
+//!
+//! # Coalescing protocol
+//!
+//! `pending` is `true` from the moment a mailbox entry for the entity is queued until the worker
+//! starts running that entry. So at most one entry per entity is ever queued, however many
+//! readiness pushes arrive.
+//!
+//! - **Producer** (transport thread, timer scheduler, `trigger()`): first makes the item
+//!   takeable (pushes the message into the entity's queue, stores the tick), then
+//!   `pending.swap(true)`. Only the producer that flips `false → true` pushes a mailbox entry.
+//! - **Worker**: on dequeuing the entry calls [`EntityDispatch::begin`] (`pending.swap(false)`)
+//!   *before* taking items, then takes a bounded batch.
+//!
+//! No readiness is lost: an item made takeable before the worker's `swap(false)` is seen by the
+//! worker's take (the swaps are `AcqRel` on one atomic, and the item's queue has its own lock);
+//! an item made takeable after it finds `pending == false` and queues a fresh entry. The price
+//! is an occasional entry that finds nothing to take, which is harmless. An entity that stops
+//! after a full batch with items left re-notifies itself, which puts it at the back of the
+//! mailbox: that is what keeps a flooded subscription from starving its neighbours.
+
+use std::any::Any;
+use std::sync::{Arc, OnceLock, Weak};
+
+use futures::future::BoxFuture;
+
+use super::mailbox::{MailItem, Mailbox};
+use crate::error::{panic_message, Error};
+use crate::sync::{AtomicBool, Ordering};
+use crate::transport::ReadyHook;
+
+/// How many items an entity takes per mailbox entry before yielding to the other entities of
+/// its worker.
+pub(crate) const MAX_BATCH: usize = 16;
+
+/// An entity as its worker sees it.
+pub(crate) trait Executable: Send + Sync + 'static {
+    /// Runs one round of ready work. Called only by the owning worker, after `begin()`.
+    fn execute(&self, cx: &mut ExecContext<'_>);
+    /// The entity's dispatch.
+    fn dispatch(&self) -> &EntityDispatch;
+}
+
+/// What a worker lends an entity while it executes.
+pub(crate) struct ExecContext<'a> {
+    /// The worker's payload (`()` for a node's default worker).
+    pub(crate) payload: &'a mut (dyn Any + Send),
+    /// Async callbacks started in this round; the worker's task polls them.
+    pub(crate) spawned: &'a mut Vec<BoxFuture<'static, ()>>,
+    /// Where callback panics are reported.
+    pub(crate) report: &'a dyn Fn(Error),
+}
+
+impl ExecContext<'_> {
+    /// Runs a user callback, catching a panic so the entity (and the worker) keep working.
+    pub(crate) fn guarded<R>(
+        &mut self,
+        label: &str,
+        f: impl FnOnce(&mut (dyn Any + Send)) -> R,
+    ) -> Option<R> {
+        let payload = &mut *self.payload;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(payload))) {
+            Ok(r) => Some(r),
+            Err(p) => {
+                (self.report)(Error::CallbackPanicked {
+                    entity: label.to_string(),
+                    message: panic_message(&*p),
+                });
+                None
+            }
+        }
+    }
+
+    /// Queues an async callback's future on the worker's task.
+    pub(crate) fn spawn(&mut self, fut: BoxFuture<'static, ()>) {
+        self.spawned.push(fut);
+    }
+}
+
+/// The coalescing readiness path of one entity. See the module docs for the protocol.
+pub(crate) struct EntityDispatch {
+    /// `true` while a mailbox entry for this entity is queued and not yet begun.
+    pending: AtomicBool,
+    target: OnceLock<Weak<dyn Executable>>,
+    mailbox: Arc<Mailbox>,
+}
+
+impl EntityDispatch {
+    /// A dispatch not yet bound to its entity. It starts out `pending`, so readiness pushed
+    /// before [`bind`](Self::bind) is coalesced and then delivered by `bind`.
+    pub(crate) fn unbound(mailbox: Arc<Mailbox>) -> Arc<Self> {
+        Arc::new(Self {
+            pending: AtomicBool::new(true),
+            target: OnceLock::new(),
+            mailbox,
+        })
+    }
+
+    /// Binds the entity. With `deliver_now`, one entry is queued at once so anything that
+    /// arrived before binding is taken (entities whose source existed first need this).
+    pub(crate) fn bind(&self, target: Weak<dyn Executable>, deliver_now: bool) {
+        let _ = self.target.set(target);
+        self.pending.store(false, Ordering::Release);
+        if deliver_now {
+            self.notify();
+        }
+    }
+
+    /// Readiness push. Returns `true` if an entry was queued, `false` if one was already
+    /// pending (the push was coalesced) or the worker has gone.
+    pub(crate) fn notify(&self) -> bool {
+        if self.pending.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        match self.target.get() {
+            Some(target) if self.mailbox.push(MailItem::Entity(target.clone())) => true,
+            // Unbound (cannot happen after bind) or the mailbox is closed: nothing will ever
+            // run this entity, so leave `pending` set and deliver nothing.
+            _ => false,
+        }
+    }
+
+    /// Called by the worker when it starts running this entity's entry.
+    pub(crate) fn begin(&self) {
+        self.pending.swap(false, Ordering::AcqRel);
+    }
+
+    /// Whether an entry is queued and not begun.
+    #[cfg(test)]
+    pub(crate) fn is_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+}
+
+impl ReadyHook for EntityDispatch {
+    fn ready(&self) {
+        self.notify();
+    }
+}
+
+#[cfg(all(test, not(rclev_loom)))]
+mod tests {
+    use super::*;
+    use crate::executor::mailbox::Take;
+
+    struct Probe {
+        dispatch: Arc<EntityDispatch>,
+    }
+    impl Executable for Probe {
+        fn execute(&self, _cx: &mut ExecContext<'_>) {}
+        fn dispatch(&self) -> &EntityDispatch {
+            &self.dispatch
+        }
+    }
+
+    fn probe() -> (Arc<Mailbox>, Arc<Probe>) {
+        let mailbox = Arc::new(Mailbox::default());
+        let dispatch = EntityDispatch::unbound(mailbox.clone());
+        let probe = Arc::new(Probe {
+            dispatch: dispatch.clone(),
+        });
+        let entity: Arc<dyn Executable> = probe.clone();
+        dispatch.bind(Arc::downgrade(&entity), false);
+        (mailbox, probe)
+    }
+
+    #[test]
+    fn many_notifies_queue_one_entry() {
+        let (mailbox, probe) = probe();
+        let queued = (0..1000).filter(|_| probe.dispatch.notify()).count();
+        assert_eq!(queued, 1);
+        let mut out = Vec::new();
+        assert!(matches!(mailbox.take(&mut out, None), Take::Items));
+        assert_eq!(out.len(), 1);
+        assert!(probe.dispatch.is_pending());
+        // Once the worker begins the entry, the next readiness queues a fresh one.
+        probe.dispatch.begin();
+        assert!(probe.dispatch.notify());
+        out.clear();
+        assert!(matches!(mailbox.take(&mut out, None), Take::Items));
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn notifies_from_many_threads_are_never_lost() {
+        let (mailbox, probe) = probe();
+        let rounds = 2000;
+        let mut out = Vec::new();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                let d = probe.dispatch.clone();
+                s.spawn(move || {
+                    for _ in 0..rounds {
+                        d.notify();
+                    }
+                });
+            }
+            let mut max_queued = 0;
+            for _ in 0..rounds {
+                out.clear();
+                if let Take::Items = mailbox.take(&mut out, None) {
+                    max_queued = max_queued.max(out.len());
+                    probe.dispatch.begin();
+                }
+            }
+            assert!(
+                max_queued <= 1,
+                "{max_queued} entries queued for one entity"
+            );
+        });
+        // After every producer has finished, either an entry is queued or none is pending.
+        out.clear();
+        let queued = matches!(mailbox.take(&mut out, None), Take::Items);
+        assert_eq!(queued, probe.dispatch.is_pending());
+    }
+
+    #[test]
+    fn dropped_entity_is_not_run() {
+        let (mailbox, probe) = probe();
+        probe.dispatch.notify();
+        let dispatch = probe.dispatch.clone();
+        drop(probe);
+        let mut out = Vec::new();
+        mailbox.take(&mut out, None);
+        let MailItem::Entity(weak) = out.pop().unwrap() else {
+            panic!("expected an entity entry")
+        };
+        assert!(weak.upgrade().is_none());
+        drop(dispatch);
+    }
+}

@@ -1,0 +1,141 @@
+//! A worker's mailbox: a vector behind a mutex that the worker swaps out whole, so a producer's
+//! push is one short critical section and the worker takes everything in one.
+//!
+//! Parking: the worker registers its waker *under the mailbox lock* only after seeing the
+//! mailbox empty under that same lock, and a producer takes the waker under the lock after
+//! pushing. A push therefore either lands before the worker looks (the worker sees it) or finds
+//! the waker (and wakes it) — never neither. The `has_items` atomic is only a hint for the
+//! worker's brief spin before it parks; correctness never depends on it.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, Weak};
+use std::task::Waker;
+
+use super::dispatch::Executable;
+use crate::sync::lock;
+
+/// A one-off job for the worker's payload (from `Worker::run`).
+pub(crate) type Job = Box<dyn FnOnce(&mut (dyn Any + Send)) + Send>;
+
+/// One mailbox entry.
+pub(crate) enum MailItem {
+    /// An entity became ready. Weak, so a dropped entity is never run.
+    Entity(Weak<dyn Executable>),
+    /// Run a closure on the payload.
+    Job(Job),
+}
+
+#[derive(Default)]
+struct Inbox {
+    items: Vec<MailItem>,
+    waker: Option<Waker>,
+    /// The worker took items and has not come back empty-handed yet.
+    busy: bool,
+    closed: bool,
+}
+
+/// A worker's mailbox.
+#[derive(Default)]
+pub(crate) struct Mailbox {
+    inbox: Mutex<Inbox>,
+    has_items: AtomicBool,
+    /// How often the worker's task was woken from a park (for the idle zero-wakeup check).
+    pub(crate) wakeups: AtomicU64,
+}
+
+/// What `Mailbox::take` found.
+pub(crate) enum Take {
+    /// Items were moved into the caller's buffer.
+    Items,
+    /// Nothing; if a waker was given it is registered.
+    Empty,
+    /// The mailbox was closed: the worker should exit.
+    Closed,
+}
+
+impl Mailbox {
+    /// Queues an item; `false` (item dropped) if the mailbox is closed.
+    pub(crate) fn push(&self, item: MailItem) -> bool {
+        let waker = {
+            let mut inbox = lock(&self.inbox);
+            if inbox.closed {
+                return false;
+            }
+            inbox.items.push(item);
+            self.has_items.store(true, Ordering::Release);
+            inbox.waker.take()
+        };
+        // Woken outside the lock so the worker does not wake into a held mutex.
+        if let Some(w) = waker {
+            w.wake();
+        }
+        true
+    }
+
+    /// Moves every queued item into `out`. When there are none and `park` is given, registers
+    /// it as the waker for the next push and marks the worker idle.
+    pub(crate) fn take(&self, out: &mut Vec<MailItem>, park: Option<&Waker>) -> Take {
+        let mut inbox = lock(&self.inbox);
+        if inbox.closed {
+            return Take::Closed;
+        }
+        if !inbox.items.is_empty() {
+            std::mem::swap(&mut inbox.items, out);
+            self.has_items.store(false, Ordering::Relaxed);
+            inbox.busy = true;
+            return Take::Items;
+        }
+        if let Some(w) = park {
+            inbox.busy = false;
+            match &inbox.waker {
+                Some(old) if old.will_wake(w) => {}
+                _ => inbox.waker = Some(w.clone()),
+            }
+        }
+        Take::Empty
+    }
+
+    /// Puts items the worker took but did not run back at the front, in order.
+    pub(crate) fn requeue_front(&self, items: impl Iterator<Item = MailItem>) {
+        let mut inbox = lock(&self.inbox);
+        if inbox.closed {
+            return;
+        }
+        let newer = std::mem::take(&mut inbox.items);
+        inbox.items.extend(items);
+        inbox.items.extend(newer);
+        if !inbox.items.is_empty() {
+            self.has_items.store(true, Ordering::Release);
+        }
+    }
+
+    /// Marks the worker idle without parking here (it parks on the spin gate instead).
+    pub(crate) fn set_idle(&self) {
+        lock(&self.inbox).busy = false;
+    }
+
+    /// Whether the worker has nothing queued and is not running anything.
+    pub(crate) fn is_idle(&self) -> bool {
+        let inbox = lock(&self.inbox);
+        inbox.items.is_empty() && !inbox.busy
+    }
+
+    /// Lock-free hint that items are queued.
+    pub(crate) fn has_items(&self) -> bool {
+        self.has_items.load(Ordering::Acquire)
+    }
+
+    /// Closes the mailbox and wakes the worker so it exits; queued items are dropped.
+    pub(crate) fn close(&self) {
+        let waker = {
+            let mut inbox = lock(&self.inbox);
+            inbox.closed = true;
+            inbox.items.clear();
+            inbox.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}

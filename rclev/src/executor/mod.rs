@@ -1,0 +1,477 @@
+//! The event-driven executor: workers on Tokio, fed only by readiness pushes.
+//!
+//! An [`Executor`] owns a Tokio runtime or adopts the one it is created in. Each
+//! [`Worker`](crate::Worker) is a task with a mailbox; entities push themselves into it through
+//! their `EntityDispatch` when they have work. Callbacks run only while the executor is spinning
+//! (the *spin gate* is open); readiness that arrives meanwhile waits, coalesced, in the mailboxes.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::Waker;
+use std::time::Duration;
+
+use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
+use tokio::sync::Notify;
+
+pub(crate) mod dispatch;
+pub(crate) mod mailbox;
+pub(crate) mod worker;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::node::{IntoNodeOptions, Node, NodeState};
+use crate::sync::lock;
+use mailbox::Mailbox;
+
+/// Which Tokio runtime the executor's workers run on.
+#[derive(Debug, Clone)]
+pub enum RuntimeChoice {
+    /// Adopt the runtime the executor is created in, or own a new multi-threaded one when
+    /// created outside any runtime.
+    Auto,
+    /// Own a new multi-threaded runtime with this many threads.
+    Own {
+        /// Runtime worker threads (at least 1).
+        worker_threads: usize,
+    },
+    /// Run on this runtime.
+    Adopt(Handle),
+}
+
+/// A callback for errors raised while spinning (callback panics and the like).
+pub type ErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
+
+/// How an executor is built.
+#[derive(Clone)]
+pub struct ExecutorOptions {
+    /// The runtime.
+    pub runtime: RuntimeChoice,
+    /// Longest an idle worker spins before parking, when work has lately been arriving more
+    /// often than that (see `SpinPolicy`). Zero never spins. Default 60 µs.
+    pub worker_spin: Duration,
+    /// Called for every error raised while spinning, besides the `tracing` event and the
+    /// list that `spin` returns.
+    pub error_handler: Option<ErrorHandler>,
+}
+
+impl Default for ExecutorOptions {
+    fn default() -> Self {
+        Self {
+            runtime: RuntimeChoice::Auto,
+            worker_spin: Duration::from_micros(60),
+            error_handler: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ExecutorOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecutorOptions")
+            .field("runtime", &self.runtime)
+            .field("worker_spin", &self.worker_spin)
+            .finish_non_exhaustive()
+    }
+}
+
+/// When a spin returns.
+///
+/// ```
+/// use rclev::SpinOptions;
+/// use std::time::Duration;
+/// let opts = SpinOptions::default().timeout(Duration::from_millis(5));
+/// let once = SpinOptions::spin_once();
+/// # let _ = (opts, once);
+/// ```
+#[derive(Default)]
+pub struct SpinOptions {
+    /// Return once every worker has run out of ready work.
+    pub only_next_available_work: bool,
+    /// Return when this future resolves.
+    pub until_promise_resolved: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// Return after this long.
+    pub timeout: Option<Duration>,
+}
+
+impl SpinOptions {
+    /// Spin until every worker has run out of ready work (or another condition ends it).
+    pub fn spin_once() -> Self {
+        Self {
+            only_next_available_work: true,
+            ..Self::default()
+        }
+    }
+    /// Spin until `promise` resolves.
+    pub fn until_promise_resolved(mut self, promise: impl Future + Send + 'static) -> Self {
+        self.until_promise_resolved = Some(Box::pin(async move {
+            promise.await;
+        }));
+        self
+    }
+    /// Spin for at most `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// Counters for observing the executor (e.g. that an idle executor never wakes up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExecutorStats {
+    /// Times any worker task was polled (woken).
+    pub worker_wakeups: u64,
+    /// Times the timer scheduler thread woke up.
+    pub timer_thread_wakeups: u64,
+}
+
+/// The spin gate: callbacks run only while at least one spin is active.
+#[derive(Default)]
+pub(crate) struct SpinGate {
+    active: AtomicUsize,
+    waiting: Mutex<Vec<Waker>>,
+}
+
+impl SpinGate {
+    /// Whether the gate is open; if not, `waker` is woken when it opens.
+    pub(crate) fn is_open_or_register(&self, waker: &Waker) -> bool {
+        if self.active.load(Ordering::Acquire) > 0 {
+            return true;
+        }
+        let mut waiting = lock(&self.waiting);
+        // Re-checked under the lock `open` takes, so an opening cannot slip between.
+        if self.active.load(Ordering::Acquire) > 0 {
+            return true;
+        }
+        if !waiting.iter().any(|w| w.will_wake(waker)) {
+            waiting.push(waker.clone());
+        }
+        false
+    }
+
+    pub(crate) fn is_open(&self) -> bool {
+        self.active.load(Ordering::Acquire) > 0
+    }
+
+    fn open(&self) {
+        let waiting = {
+            let mut waiting = lock(&self.waiting);
+            self.active.fetch_add(1, Ordering::AcqRel);
+            std::mem::take(&mut *waiting)
+        };
+        for w in waiting {
+            w.wake();
+        }
+    }
+
+    fn close(&self) {
+        self.active.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn wake_all(&self) {
+        let waiting = std::mem::take(&mut *lock(&self.waiting));
+        for w in waiting {
+            w.wake();
+        }
+    }
+}
+
+/// State shared by the executor, its nodes, workers and entities.
+pub(crate) struct ExecutorShared {
+    pub(crate) context: Context,
+    pub(crate) handle: Handle,
+    pub(crate) gate: SpinGate,
+    pub(crate) options: ExecutorOptions,
+    shut_down: AtomicBool,
+    shutdown_notify: Notify,
+    halt_notify: Notify,
+    workers: Mutex<Vec<Weak<Mailbox>>>,
+    idle_watchers: AtomicUsize,
+    idle_notify: Notify,
+    errors: Mutex<Vec<Error>>,
+}
+
+/// Errors kept for `spin`'s return value when nobody spins for a long time.
+const MAX_KEPT_ERRORS: usize = 1024;
+
+impl ExecutorShared {
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn report(&self, error: Error) {
+        tracing::error!(target: "rclev", "{error}");
+        if let Some(h) = &self.options.error_handler {
+            h(&error);
+        }
+        let mut errors = lock(&self.errors);
+        if errors.len() < MAX_KEPT_ERRORS {
+            errors.push(error);
+        }
+    }
+
+    pub(crate) fn notify_idle(&self) {
+        if self.idle_watchers.load(Ordering::Acquire) > 0 {
+            self.idle_notify.notify_waiters();
+        }
+    }
+
+    pub(crate) fn register_worker(&self, mailbox: &Arc<Mailbox>) {
+        let mut workers = lock(&self.workers);
+        workers.retain(|w| w.strong_count() > 0);
+        workers.push(Arc::downgrade(mailbox));
+    }
+
+    fn live_workers(&self) -> Vec<Arc<Mailbox>> {
+        lock(&self.workers)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    fn all_idle(&self) -> bool {
+        self.live_workers().iter().all(|m| m.is_idle())
+    }
+
+    fn shutdown(&self) {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for m in self.live_workers() {
+            m.close();
+        }
+        self.gate.wake_all();
+        self.shutdown_notify.notify_waiters();
+        self.halt_notify.notify_waiters();
+    }
+
+    async fn spin_async(self: Arc<Self>, options: SpinOptions) -> Vec<Error> {
+        if self.is_shut_down() {
+            return Vec::new();
+        }
+        let shutdown = self.shutdown_notify.notified();
+        let halted = self.halt_notify.notified();
+        tokio::pin!(shutdown, halted);
+        shutdown.as_mut().enable();
+        halted.as_mut().enable();
+        self.gate.open();
+        struct Close<'a>(&'a SpinGate);
+        impl Drop for Close<'_> {
+            fn drop(&mut self) {
+                self.0.close();
+            }
+        }
+        let _close = Close(&self.gate);
+
+        let until = async {
+            match options.until_promise_resolved {
+                Some(f) => f.await,
+                None => std::future::pending().await,
+            }
+        };
+        let timeout = async {
+            match options.timeout {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let idle = async {
+            if !options.only_next_available_work {
+                return std::future::pending().await;
+            }
+            self.idle_watchers.fetch_add(1, Ordering::AcqRel);
+            loop {
+                let notified = self.idle_notify.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                // Let workers woken by the gate start before judging them idle.
+                tokio::task::yield_now().await;
+                if self.all_idle() {
+                    break;
+                }
+                notified.await;
+            }
+            self.idle_watchers.fetch_sub(1, Ordering::AcqRel);
+        };
+        if !self.is_shut_down() {
+            tokio::select! {
+                _ = shutdown => {}
+                _ = halted => {}
+                _ = until => {}
+                _ = timeout => {}
+                _ = idle => {}
+            }
+        }
+        std::mem::take(&mut *lock(&self.errors))
+    }
+}
+
+/// The executor. Create it from a [`Context`], create nodes on it, then spin.
+///
+/// ```
+/// use rclev::{Context, SpinOptions};
+/// use std::time::Duration;
+///
+/// let executor = Context::default().create_basic_executor();
+/// let node = executor.create_node("doc_node").unwrap();
+/// let guard = node.create_guard_condition(|| println!("triggered")).unwrap();
+/// guard.trigger();
+/// let errors = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(1)));
+/// assert!(errors.is_empty());
+/// ```
+pub struct Executor {
+    shared: Arc<ExecutorShared>,
+    runtime: Option<Runtime>,
+}
+
+impl Executor {
+    pub(crate) fn new(context: Context, options: ExecutorOptions) -> Result<Self> {
+        let build = |threads: usize| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads.max(1))
+                .thread_name("rclev-worker")
+                .enable_all()
+                .build()
+                .map_err(|e| Error::Runtime(e.to_string()))
+        };
+        let (handle, runtime) = match &options.runtime {
+            RuntimeChoice::Adopt(h) => (h.clone(), None),
+            RuntimeChoice::Own { worker_threads } => {
+                let rt = build(*worker_threads)?;
+                (rt.handle().clone(), Some(rt))
+            }
+            RuntimeChoice::Auto => match Handle::try_current() {
+                Ok(h) => (h, None),
+                Err(_) => {
+                    let rt = build(2)?;
+                    (rt.handle().clone(), Some(rt))
+                }
+            },
+        };
+        let shared = Arc::new(ExecutorShared {
+            context,
+            handle,
+            gate: SpinGate::default(),
+            options,
+            shut_down: AtomicBool::new(false),
+            shutdown_notify: Notify::new(),
+            halt_notify: Notify::new(),
+            workers: Mutex::new(Vec::new()),
+            idle_watchers: AtomicUsize::new(0),
+            idle_notify: Notify::new(),
+            errors: Mutex::new(Vec::new()),
+        });
+        Ok(Self { shared, runtime })
+    }
+
+    /// Creates a node. Accepts a name (`"talker"`) or [`NodeOptions`](crate::NodeOptions).
+    pub fn create_node(&self, options: impl IntoNodeOptions) -> Result<Node> {
+        NodeState::create(&self.shared, options.into_node_options())
+    }
+
+    /// Spins on the calling thread until `options` says to stop, and returns the errors raised
+    /// meanwhile. Works outside a runtime and inside a multi-threaded one (the thread is handed
+    /// over with `block_in_place`); inside a current-thread runtime that also runs the workers
+    /// it would deadlock, so it returns [`Error::BlockingSpinInsideRuntime`] instead.
+    pub fn spin(&self, options: SpinOptions) -> Vec<Error> {
+        let task = self
+            .shared
+            .handle
+            .spawn(self.shared.clone().spin_async(options));
+        let wait = || futures::executor::block_on(task).unwrap_or_default();
+        match Handle::try_current() {
+            Ok(current) => match current.runtime_flavor() {
+                RuntimeFlavor::CurrentThread => {
+                    if current.id() == self.shared.handle.id() {
+                        return vec![Error::BlockingSpinInsideRuntime];
+                    }
+                    wait()
+                }
+                _ => tokio::task::block_in_place(wait),
+            },
+            Err(_) => wait(),
+        }
+    }
+
+    /// Spins until `options` says to stop, as a future: use it inside `#[tokio::main]`.
+    pub async fn spin_async(&self, options: SpinOptions) -> Vec<Error> {
+        self.shared.clone().spin_async(options).await
+    }
+
+    /// A cloneable handle for halting or shutting down from elsewhere (e.g. a callback).
+    pub fn commands(&self) -> ExecutorCommands {
+        ExecutorCommands {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Shuts down: every spin returns, no callback starts afterwards, workers and the timer
+    /// thread exit.
+    pub fn shutdown(&self) {
+        self.shared.shutdown();
+    }
+
+    /// Wakeup counters.
+    pub fn stats(&self) -> ExecutorStats {
+        ExecutorStats {
+            worker_wakeups: self
+                .shared
+                .live_workers()
+                .iter()
+                .map(|m| m.wakeups.load(Ordering::Relaxed))
+                .sum(),
+            timer_thread_wakeups: 0,
+        }
+    }
+
+    /// The runtime handle the workers run on.
+    pub fn runtime_handle(&self) -> &Handle {
+        &self.shared.handle
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        self.shared.shutdown();
+        if let Some(rt) = self.runtime.take() {
+            // Not `drop(rt)`: that blocks, and panics when the executor is dropped in async code.
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// A cloneable handle to an executor's controls.
+#[derive(Clone)]
+pub struct ExecutorCommands {
+    shared: Arc<ExecutorShared>,
+}
+
+impl ExecutorCommands {
+    /// Makes every current spin return; the executor can be spun again.
+    pub fn halt_spinning(&self) {
+        self.shared.halt_notify.notify_waiters();
+    }
+    /// Shuts the executor down (see [`Executor::shutdown`]).
+    pub fn shutdown(&self) {
+        self.shared.shutdown();
+    }
+    /// Whether the executor has shut down.
+    pub fn is_shut_down(&self) -> bool {
+        self.shared.is_shut_down()
+    }
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("owns_runtime", &self.runtime.is_some())
+            .field("shut_down", &self.shared.is_shut_down())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for ExecutorCommands {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecutorCommands").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,48 @@
+//! # rclev — an event-driven ROS 2 client library on Tokio
+//!
+//! Entities (subscriptions, services, clients, guard conditions, timers) push their readiness
+//! to the worker that owns them; nothing polls. Workers are Tokio tasks with a payload and a
+//! mailbox; callbacks may be plain closures or async. The in-process transport is the default
+//! and moves messages as `Arc`s.
+//!
+//! ```
+//! use rclev::{Context, SpinOptions, msg::StringMsg};
+//! use std::time::Duration;
+//!
+//! let executor = Context::default().create_basic_executor();
+//! let node = executor.create_node("listener").unwrap();
+//! let (tx, rx) = std::sync::mpsc::channel();
+//! let _sub = node
+//!     .create_subscription::<StringMsg, _>("chatter", move |msg| tx.send(msg.data.clone()).unwrap())
+//!     .unwrap();
+//! let publisher = node.create_publisher::<StringMsg>("chatter").unwrap();
+//! publisher.publish(StringMsg { data: "hello".into() }).unwrap();
+//! executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+//! assert_eq!(rx.recv().unwrap(), "hello");
+//! ```
+
+#![warn(missing_docs)]
+
+mod context;
+mod error;
+pub mod executor;
+pub mod msg;
+mod node;
+mod qos;
+pub(crate) mod sync;
+pub mod transport;
+
+pub use context::Context;
+pub use error::{Error, NameKind, Result};
+pub use executor::{
+    ErrorHandler, Executor, ExecutorCommands, ExecutorOptions, ExecutorStats, RuntimeChoice,
+    SpinOptions,
+};
+pub use node::{
+    Client, ClientState, GuardCondition, GuardConditionState, IntoNodeOptions, Node, NodeOptions,
+    NodeState, Publisher, PublisherState, Service, ServiceState, Subscription, SubscriptionState,
+    SubscriptionStream, Worker, WorkerState,
+};
+pub use qos::{
+    Durability, History, IntoPrimitiveOptions, PrimitiveOptions, QoSProfile, Reliability,
+};

@@ -1,0 +1,236 @@
+//! Nodes and the entities they create.
+
+use std::future::Future;
+use std::sync::Arc;
+
+mod callback;
+mod guard;
+pub(crate) mod names;
+mod pubsub;
+mod service;
+mod worker;
+
+pub use guard::{GuardCondition, GuardConditionState};
+pub use pubsub::{Publisher, PublisherState, Subscription, SubscriptionState, SubscriptionStream};
+pub use service::{Client, ClientState, Service, ServiceState};
+pub use worker::{Worker, WorkerState};
+
+pub(crate) use callback::Callback;
+pub(crate) use worker::WorkerCore;
+
+use crate::error::Result;
+use crate::executor::ExecutorShared;
+use crate::msg::{Message, ServiceType};
+use crate::qos::IntoPrimitiveOptions;
+
+/// How a node is created: its name and namespace.
+///
+/// ```
+/// use rclev::NodeOptions;
+/// let opts = NodeOptions::new("camera").namespace("/robot1");
+/// # let _ = opts;
+/// ```
+#[derive(Debug, Clone)]
+pub struct NodeOptions {
+    /// The node name.
+    pub name: String,
+    /// The namespace (`/` by default; a relative one is made absolute).
+    pub namespace: String,
+}
+
+impl NodeOptions {
+    /// Options for a node called `name` in the root namespace.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            namespace: "/".into(),
+        }
+    }
+    /// Sets the namespace.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+}
+
+/// Conversion into [`NodeOptions`].
+pub trait IntoNodeOptions {
+    /// Converts.
+    fn into_node_options(self) -> NodeOptions;
+}
+impl IntoNodeOptions for NodeOptions {
+    fn into_node_options(self) -> NodeOptions {
+        self
+    }
+}
+impl IntoNodeOptions for &str {
+    fn into_node_options(self) -> NodeOptions {
+        NodeOptions::new(self)
+    }
+}
+impl IntoNodeOptions for String {
+    fn into_node_options(self) -> NodeOptions {
+        NodeOptions::new(self)
+    }
+}
+
+/// A node's validated name and namespace.
+pub(crate) struct NodeIdentity {
+    pub(crate) name: String,
+    pub(crate) namespace: String,
+}
+
+impl NodeIdentity {
+    pub(crate) fn expand(&self, topic: &str) -> Result<String> {
+        names::expand_topic_name(topic, &self.namespace, &self.name)
+    }
+}
+
+/// A ROS 2 node. Entities created through it run on its default worker.
+pub struct NodeState {
+    identity: Arc<NodeIdentity>,
+    core: Arc<WorkerCore>,
+}
+
+/// A shared handle to a node.
+pub type Node = Arc<NodeState>;
+
+impl NodeState {
+    pub(crate) fn create(exec: &Arc<ExecutorShared>, options: NodeOptions) -> Result<Node> {
+        names::validate_node_name(&options.name)?;
+        let namespace = names::normalize_namespace(&options.namespace)?;
+        let identity = Arc::new(NodeIdentity {
+            name: options.name,
+            namespace,
+        });
+        let core = WorkerCore::spawn(exec, identity.clone(), Box::new(()));
+        Ok(Arc::new(Self { identity, core }))
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.identity.name
+    }
+
+    /// The node's namespace.
+    pub fn namespace(&self) -> &str {
+        &self.identity.namespace
+    }
+
+    /// `namespace/name`.
+    pub fn fully_qualified_name(&self) -> String {
+        if self.identity.namespace == "/" {
+            format!("/{}", self.identity.name)
+        } else {
+            format!("{}/{}", self.identity.namespace, self.identity.name)
+        }
+    }
+
+    /// Expands a topic name as this node would (`~/x` → `/ns/node/x`).
+    pub fn resolve_topic_name(&self, name: &str) -> Result<String> {
+        self.identity.expand(name)
+    }
+
+    /// A publisher.
+    pub fn create_publisher<T: Message>(
+        &self,
+        options: impl IntoPrimitiveOptions,
+    ) -> Result<Publisher<T>> {
+        PublisherState::create(&self.core, options)
+    }
+
+    /// A subscription whose callback runs on the node's worker.
+    pub fn create_subscription<T: Message, F>(
+        &self,
+        options: impl IntoPrimitiveOptions,
+        callback: F,
+    ) -> Result<Subscription<T>>
+    where
+        F: FnMut(Arc<T>) + Send + 'static,
+    {
+        pubsub::create_subscription(&self.core, options, Callback::plain(callback))
+    }
+
+    /// A subscription with an async callback; each message's future runs on the worker's task.
+    pub fn create_async_subscription<T: Message, F, Fut>(
+        &self,
+        options: impl IntoPrimitiveOptions,
+        callback: F,
+    ) -> Result<Subscription<T>>
+    where
+        F: FnMut(Arc<T>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        pubsub::create_subscription(&self.core, options, Callback::asynchronous(callback))
+    }
+
+    /// A subscription to `.await` or use as a `Stream`, without a callback.
+    pub fn create_subscription_stream<T: Message>(
+        &self,
+        options: impl IntoPrimitiveOptions,
+    ) -> Result<SubscriptionStream<T>> {
+        SubscriptionStream::create(&self.core, options)
+    }
+
+    /// A service whose callback runs on the node's worker.
+    pub fn create_service<S: ServiceType, F>(
+        &self,
+        options: impl IntoPrimitiveOptions,
+        mut callback: F,
+    ) -> Result<Service<S>>
+    where
+        F: FnMut(S::Request) -> S::Response + Send + 'static,
+    {
+        service::create_service(
+            &self.core,
+            options,
+            service::ServiceCallback::Sync(Box::new(move |_, req| callback(req))),
+        )
+    }
+
+    /// A service with an async callback.
+    pub fn create_async_service<S: ServiceType, F, Fut>(
+        &self,
+        options: impl IntoPrimitiveOptions,
+        callback: F,
+    ) -> Result<Service<S>>
+    where
+        F: FnMut(S::Request) -> Fut + Send + 'static,
+        Fut: Future<Output = S::Response> + Send + 'static,
+    {
+        service::create_service(
+            &self.core,
+            options,
+            service::ServiceCallback::asynchronous(callback),
+        )
+    }
+
+    /// A client.
+    pub fn create_client<S: ServiceType>(
+        &self,
+        options: impl IntoPrimitiveOptions,
+    ) -> Result<Client<S>> {
+        service::create_client(&self.core, options)
+    }
+
+    /// A guard condition whose callback runs on the node's worker.
+    pub fn create_guard_condition<F>(&self, mut callback: F) -> Result<GuardCondition>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        guard::create_guard_condition(&self.core, Callback::plain(move |()| callback()))
+    }
+
+    /// A new worker with `payload`, for callbacks that share mutable state.
+    pub fn create_worker<P: Send + 'static>(self: &Arc<Self>, payload: P) -> Worker<P> {
+        WorkerState::create(self, payload)
+    }
+}
+
+impl std::fmt::Debug for NodeState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("name", &self.fully_qualified_name())
+            .finish()
+    }
+}

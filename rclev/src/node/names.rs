@@ -1,0 +1,165 @@
+//! ROS 2 name validation and expansion (rcl's `rcl_validate_*` and `rcl_expand_topic_name`
+//! rules, without substitutions other than `~`).
+
+use crate::error::{Error, NameKind, Result};
+
+fn invalid(kind: NameKind, name: &str, reason: &'static str) -> Error {
+    Error::InvalidName {
+        kind,
+        name: name.to_string(),
+        reason,
+    }
+}
+
+fn is_token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// A node name: non-empty, `[A-Za-z0-9_]`, not starting with a digit, at most 255 characters.
+pub(crate) fn validate_node_name(name: &str) -> Result<()> {
+    let kind = NameKind::Node;
+    if name.is_empty() {
+        return Err(invalid(kind, name, "must not be empty"));
+    }
+    if name.len() > 255 {
+        return Err(invalid(kind, name, "longer than 255 characters"));
+    }
+    if !name.chars().all(is_token_char) {
+        return Err(invalid(
+            kind,
+            name,
+            "may contain only letters, digits and '_'",
+        ));
+    }
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(invalid(kind, name, "must not start with a digit"));
+    }
+    Ok(())
+}
+
+/// A namespace: absolute, `/`-separated valid tokens, no trailing `/` (except the root `/`).
+/// An empty namespace means the root and is normalised to `/`.
+pub(crate) fn normalize_namespace(ns: &str) -> Result<String> {
+    let kind = NameKind::Namespace;
+    if ns.is_empty() || ns == "/" {
+        return Ok("/".to_string());
+    }
+    let ns = if ns.starts_with('/') {
+        ns.to_string()
+    } else {
+        format!("/{ns}")
+    };
+    if ns.ends_with('/') {
+        return Err(invalid(kind, &ns, "must not end with '/'"));
+    }
+    check_tokens(kind, &ns, ns[1..].split('/'))?;
+    Ok(ns)
+}
+
+fn check_tokens<'a>(
+    kind: NameKind,
+    name: &str,
+    tokens: impl Iterator<Item = &'a str>,
+) -> Result<()> {
+    for token in tokens {
+        if token.is_empty() {
+            return Err(invalid(kind, name, "must not contain '//'"));
+        }
+        if !token.chars().all(is_token_char) {
+            return Err(invalid(
+                kind,
+                name,
+                "tokens may contain only letters, digits and '_'",
+            ));
+        }
+        if token.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(invalid(kind, name, "a token must not start with a digit"));
+        }
+    }
+    Ok(())
+}
+
+/// Expands a topic or service name against a node's namespace and name:
+/// `chatter` → `/ns/chatter`, `~/state` → `/ns/node/state`, `/tf` → `/tf`.
+pub(crate) fn expand_topic_name(name: &str, namespace: &str, node: &str) -> Result<String> {
+    let kind = NameKind::Topic;
+    if name.is_empty() {
+        return Err(invalid(kind, name, "must not be empty"));
+    }
+    let base = if namespace == "/" { "" } else { namespace };
+    let expanded = if name == "~" {
+        format!("{base}/{node}")
+    } else if let Some(rest) = name.strip_prefix("~/") {
+        format!("{base}/{node}/{rest}")
+    } else if name.starts_with('~') {
+        return Err(invalid(kind, name, "'~' must be followed by '/'"));
+    } else if name.starts_with('/') {
+        name.to_string()
+    } else {
+        format!("{base}/{name}")
+    };
+    if expanded.ends_with('/') {
+        return Err(invalid(kind, name, "must not end with '/'"));
+    }
+    check_tokens(kind, name, expanded[1..].split('/'))?;
+    Ok(expanded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_names() {
+        assert!(validate_node_name("talker_1").is_ok());
+        for bad in ["", "1talker", "my-node", "a/b", "tälker"] {
+            assert!(
+                matches!(
+                    validate_node_name(bad),
+                    Err(Error::InvalidName {
+                        kind: NameKind::Node,
+                        ..
+                    })
+                ),
+                "{bad:?} accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn namespaces() {
+        assert_eq!(normalize_namespace("").unwrap(), "/");
+        assert_eq!(normalize_namespace("robot").unwrap(), "/robot");
+        assert_eq!(normalize_namespace("/a/b").unwrap(), "/a/b");
+        for bad in ["/a/", "/a//b", "/1a", "/a-b"] {
+            assert!(normalize_namespace(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn topic_expansion() {
+        assert_eq!(expand_topic_name("chatter", "/", "n").unwrap(), "/chatter");
+        assert_eq!(
+            expand_topic_name("chatter", "/ns", "n").unwrap(),
+            "/ns/chatter"
+        );
+        assert_eq!(
+            expand_topic_name("~/state", "/ns", "n").unwrap(),
+            "/ns/n/state"
+        );
+        assert_eq!(expand_topic_name("~", "/", "n").unwrap(), "/n");
+        assert_eq!(expand_topic_name("/tf", "/ns", "n").unwrap(), "/tf");
+        for bad in ["", "a//b", "a/", "~x", "9lives", "bad name", "a/#"] {
+            assert!(
+                matches!(
+                    expand_topic_name(bad, "/", "n"),
+                    Err(Error::InvalidName {
+                        kind: NameKind::Topic,
+                        ..
+                    })
+                ),
+                "{bad:?} accepted"
+            );
+        }
+    }
+}

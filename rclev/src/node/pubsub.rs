@@ -1,0 +1,249 @@
+//! Publishers, callback subscriptions and awaitable subscription streams.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
+
+use futures::task::AtomicWaker;
+use futures::Stream;
+
+use super::callback::Callback;
+use super::worker::WorkerCore;
+use crate::error::Result;
+use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
+use crate::msg::Message;
+use crate::qos::IntoPrimitiveOptions;
+use crate::sync::lock;
+use crate::transport::{
+    MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort, TypeSupport,
+};
+
+/// Publishes messages of type `T` on one topic.
+pub struct PublisherState<T: Message> {
+    port: Arc<dyn PublisherPort>,
+    topic: String,
+    _type: std::marker::PhantomData<fn(T)>,
+}
+
+/// A shared handle to a publisher.
+pub type Publisher<T> = Arc<PublisherState<T>>;
+
+impl<T: Message> PublisherState<T> {
+    pub(crate) fn create(
+        core: &WorkerCore,
+        options: impl IntoPrimitiveOptions,
+    ) -> Result<Publisher<T>> {
+        let endpoint = core.endpoint(options, TypeSupport::of::<T>(), None)?;
+        let port = core.exec.context.transport().create_publisher(&endpoint)?;
+        Ok(Arc::new(Self {
+            port,
+            topic: endpoint.name,
+            _type: std::marker::PhantomData,
+        }))
+    }
+
+    /// Publishes a message.
+    pub fn publish(&self, msg: T) -> Result<()> {
+        self.port.publish(Arc::new(msg))
+    }
+
+    /// Publishes a message already in an `Arc`: in process, every subscriber gets this `Arc`.
+    pub fn publish_arc(&self, msg: Arc<T>) -> Result<()> {
+        self.port.publish(msg)
+    }
+
+    /// The fully qualified topic name.
+    pub fn topic_name(&self) -> &str {
+        &self.topic
+    }
+
+    /// How many subscriptions are matched.
+    pub fn get_subscription_count(&self) -> usize {
+        self.port.subscription_count()
+    }
+}
+
+fn downcast<T: Message>(payload: Payload) -> Arc<T> {
+    payload
+        .downcast::<T>()
+        .unwrap_or_else(|_| unreachable!("the transport refuses endpoints of another type"))
+}
+
+/// A subscription that runs a callback on its worker for every message.
+pub struct SubscriptionState<T: Message> {
+    port: Arc<dyn SubscriptionPort>,
+    dispatch: Arc<EntityDispatch>,
+    callback: Mutex<Callback<Arc<T>>>,
+    label: String,
+    topic: String,
+    worker: Arc<WorkerCore>,
+}
+
+/// A shared handle to a subscription; dropping the last one unsubscribes.
+pub type Subscription<T> = Arc<SubscriptionState<T>>;
+
+pub(crate) fn create_subscription<T: Message>(
+    core: &Arc<WorkerCore>,
+    options: impl IntoPrimitiveOptions,
+    callback: Callback<Arc<T>>,
+) -> Result<Subscription<T>> {
+    let endpoint = core.endpoint(options, TypeSupport::of::<T>(), None)?;
+    let dispatch = EntityDispatch::unbound(core.mailbox.clone());
+    let port = core
+        .exec
+        .context
+        .transport()
+        .create_subscription(&endpoint, dispatch.clone())?;
+    let sub = Arc::new(SubscriptionState {
+        port,
+        dispatch: dispatch.clone(),
+        callback: Mutex::new(callback),
+        label: format!("subscription {}", endpoint.name),
+        topic: endpoint.name,
+        worker: core.clone(),
+    });
+    let entity: Arc<dyn Executable> = sub.clone();
+    dispatch.bind(Arc::downgrade(&entity), true);
+    Ok(sub)
+}
+
+impl<T: Message> SubscriptionState<T> {
+    /// The fully qualified topic name.
+    pub fn topic_name(&self) -> &str {
+        &self.topic
+    }
+    /// Messages dropped because the KeepLast history was full before the callback took them.
+    pub fn lost_count(&self) -> u64 {
+        self.port.lost_count()
+    }
+}
+
+impl<T: Message> Executable for SubscriptionState<T> {
+    fn execute(&self, cx: &mut ExecContext<'_>) {
+        let mut callback = lock(&self.callback);
+        for _ in 0..MAX_BATCH {
+            let Some((payload, _info)) = self.port.take() else {
+                return;
+            };
+            callback.call(cx, &self.label, &self.worker.exec, downcast::<T>(payload));
+        }
+        // A full batch: there may be more. Go to the back of the mailbox.
+        self.dispatch.notify();
+    }
+
+    fn dispatch(&self) -> &EntityDispatch {
+        &self.dispatch
+    }
+}
+
+#[derive(Default)]
+struct StreamHook {
+    waker: AtomicWaker,
+}
+
+impl ReadyHook for StreamHook {
+    fn ready(&self) {
+        self.waker.wake();
+    }
+}
+
+/// A subscription consumed by `.await`ing it instead of through a callback: messages arrive
+/// without the executor spinning.
+///
+/// ```
+/// # #[tokio::main(flavor = "multi_thread")]
+/// # async fn main() {
+/// use futures::StreamExt;
+/// use rclev::{Context, msg::StringMsg};
+///
+/// let executor = Context::default().create_basic_executor();
+/// let node = executor.create_node("listener").unwrap();
+/// let mut chatter = node.create_subscription_stream::<StringMsg>("chatter").unwrap();
+/// let publisher = node.create_publisher::<StringMsg>("chatter").unwrap();
+/// publisher.publish(StringMsg { data: "hello".into() }).unwrap();
+/// assert_eq!(chatter.next().await.unwrap().data, "hello");
+/// # }
+/// ```
+pub struct SubscriptionStream<T: Message> {
+    port: Arc<dyn SubscriptionPort>,
+    hook: Arc<StreamHook>,
+    _type: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: Message> SubscriptionStream<T> {
+    pub(crate) fn create(core: &WorkerCore, options: impl IntoPrimitiveOptions) -> Result<Self> {
+        let endpoint = core.endpoint(options, TypeSupport::of::<T>(), None)?;
+        let hook = Arc::new(StreamHook::default());
+        let port = core
+            .exec
+            .context
+            .transport()
+            .create_subscription(&endpoint, hook.clone())?;
+        Ok(Self {
+            port,
+            hook,
+            _type: std::marker::PhantomData,
+        })
+    }
+
+    /// Waits for the next message.
+    pub async fn recv(&mut self) -> Arc<T> {
+        std::future::poll_fn(|cx| self.poll_take(cx)).await
+    }
+
+    /// Takes the next message with its info, if one is queued, without waiting.
+    pub fn try_recv(&self) -> Option<(Arc<T>, MessageInfo)> {
+        self.port.take().map(|(p, i)| (downcast::<T>(p), i))
+    }
+
+    /// Messages dropped because the KeepLast history was full.
+    pub fn lost_count(&self) -> u64 {
+        self.port.lost_count()
+    }
+
+    fn poll_take(&self, cx: &mut TaskContext<'_>) -> Poll<Arc<T>> {
+        if let Some((p, _)) = self.port.take() {
+            return Poll::Ready(downcast::<T>(p));
+        }
+        self.hook.waker.register(cx.waker());
+        // Re-checked after registering: a message that landed in between would otherwise
+        // have woken nobody.
+        match self.port.take() {
+            Some((p, _)) => Poll::Ready(downcast::<T>(p)),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl<T: Message> Stream for SubscriptionStream<T> {
+    type Item = Arc<T>;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Arc<T>>> {
+        self.poll_take(cx).map(Some)
+    }
+}
+
+impl<T: Message> std::fmt::Debug for PublisherState<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("topic", &self.topic)
+            .field("type", &T::TYPE_NAME)
+            .finish()
+    }
+}
+
+impl<T: Message> std::fmt::Debug for SubscriptionState<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("topic", &self.topic)
+            .field("type", &T::TYPE_NAME)
+            .finish()
+    }
+}
+
+impl<T: Message> std::fmt::Debug for SubscriptionStream<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubscriptionStream")
+            .field("type", &T::TYPE_NAME)
+            .finish()
+    }
+}

@@ -1,0 +1,185 @@
+//! Workers: a payload plus a mailbox, run by one Tokio task.
+
+use std::any::Any;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::callback::{payload_of, Callback};
+use super::{guard, pubsub, service, GuardCondition, Node, NodeIdentity, Service, Subscription};
+use crate::error::{Error, Result};
+use crate::executor::mailbox::{MailItem, Mailbox};
+use crate::executor::worker::{run_worker, SpinPolicy};
+use crate::executor::ExecutorShared;
+use crate::msg::{Message, ServiceType};
+use crate::qos::IntoPrimitiveOptions;
+use crate::transport::{Endpoint, TypeSupport};
+
+/// The part of a worker that entities keep alive. Dropping the last reference closes the
+/// mailbox, which ends the worker's task.
+pub(crate) struct WorkerCore {
+    pub(crate) mailbox: Arc<Mailbox>,
+    pub(crate) exec: Arc<ExecutorShared>,
+    pub(crate) node: Arc<NodeIdentity>,
+}
+
+impl WorkerCore {
+    pub(crate) fn spawn(
+        exec: &Arc<ExecutorShared>,
+        node: Arc<NodeIdentity>,
+        payload: Box<dyn Any + Send>,
+    ) -> Arc<Self> {
+        let mailbox = Arc::new(Mailbox::default());
+        exec.register_worker(&mailbox);
+        exec.handle.spawn(run_worker(
+            mailbox.clone(),
+            exec.clone(),
+            payload,
+            SpinPolicy::new(exec.options.worker_spin),
+        ));
+        Arc::new(Self {
+            mailbox,
+            exec: exec.clone(),
+            node,
+        })
+    }
+
+    /// Expands the name and packages an endpoint for the transport.
+    pub(crate) fn endpoint(
+        &self,
+        options: impl IntoPrimitiveOptions,
+        type_support: TypeSupport,
+        response_type: Option<TypeSupport>,
+    ) -> Result<Endpoint> {
+        let options = options.into_primitive_options();
+        Ok(Endpoint {
+            name: self.node.expand(&options.name)?,
+            type_support,
+            response_type,
+            qos: options.qos,
+        })
+    }
+}
+
+impl Drop for WorkerCore {
+    fn drop(&mut self) {
+        self.mailbox.close();
+    }
+}
+
+/// A worker with a payload of type `P`: callbacks created through it get `&mut P`, run one at a
+/// time, and run in parallel with other workers' callbacks.
+///
+/// ```
+/// use rclev::{Context, SpinOptions, msg::Int64};
+/// use std::time::Duration;
+///
+/// let executor = Context::default().create_basic_executor();
+/// let node = executor.create_node("counter").unwrap();
+/// let worker = node.create_worker(0_i64);
+/// let _sub = worker
+///     .create_subscription::<Int64, _>("numbers", |sum: &mut i64, msg| *sum += msg.data)
+///     .unwrap();
+/// let publisher = node.create_publisher::<Int64>("numbers").unwrap();
+/// publisher.publish(Int64 { data: 2 }).unwrap();
+/// publisher.publish(Int64 { data: 3 }).unwrap();
+/// let sum = worker.run(|sum: &mut i64| *sum);
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// executor.spin(SpinOptions::default().until_promise_resolved(async move {
+///     tx.send(sum.await.unwrap()).unwrap();
+/// }).timeout(Duration::from_secs(5)));
+/// assert_eq!(rx.recv().unwrap(), 5);
+/// ```
+pub struct WorkerState<P> {
+    pub(crate) core: Arc<WorkerCore>,
+    node: Node,
+    _payload: PhantomData<fn() -> P>,
+}
+
+/// A shared handle to a worker.
+pub type Worker<P> = Arc<WorkerState<P>>;
+
+impl<P: Send + 'static> WorkerState<P> {
+    pub(crate) fn create(node: &Node, payload: P) -> Worker<P> {
+        let core = WorkerCore::spawn(&node.core.exec, node.identity.clone(), Box::new(payload));
+        Arc::new(Self {
+            core,
+            node: node.clone(),
+            _payload: PhantomData,
+        })
+    }
+
+    /// The node this worker belongs to.
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    /// A subscription whose callback gets the payload.
+    pub fn create_subscription<T: Message, F>(
+        &self,
+        options: impl IntoPrimitiveOptions,
+        mut callback: F,
+    ) -> Result<Subscription<T>>
+    where
+        F: FnMut(&mut P, Arc<T>) + Send + 'static,
+    {
+        pubsub::create_subscription(
+            &self.core,
+            options,
+            Callback::with_payload(move |p: &mut P, m| callback(p, m)),
+        )
+    }
+
+    /// A service whose callback gets the payload.
+    pub fn create_service<S: ServiceType, F>(
+        &self,
+        options: impl IntoPrimitiveOptions,
+        mut callback: F,
+    ) -> Result<Service<S>>
+    where
+        F: FnMut(&mut P, S::Request) -> S::Response + Send + 'static,
+    {
+        service::create_service(
+            &self.core,
+            options,
+            service::ServiceCallback::Sync(Box::new(move |p, req| {
+                callback(payload_of::<P>(p), req)
+            })),
+        )
+    }
+
+    /// A guard condition whose callback gets the payload.
+    pub fn create_guard_condition<F>(&self, mut callback: F) -> Result<GuardCondition>
+    where
+        F: FnMut(&mut P) + Send + 'static,
+    {
+        guard::create_guard_condition(
+            &self.core,
+            Callback::with_payload(move |p: &mut P, ()| callback(p)),
+        )
+    }
+
+    /// Runs `f` on the payload (on the worker, between callbacks) and resolves to its result.
+    /// The job runs only while the executor spins; it fails with [`Error::Shutdown`] if the
+    /// executor shuts down first.
+    pub fn run<R, F>(&self, f: F) -> impl Future<Output = Result<R>> + Send + 'static
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut P) -> R + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.core.mailbox.push(MailItem::Job(Box::new(move |p| {
+            let _ = tx.send(f(payload_of::<P>(p)));
+        })));
+        async move { rx.await.map_err(|_| Error::Shutdown) }
+    }
+}
+
+impl<P> std::fmt::Debug for WorkerState<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("node", &self.node.fully_qualified_name())
+            .field("payload", &std::any::type_name::<P>())
+            .finish()
+    }
+}

@@ -1,0 +1,27 @@
+//! The synchronisation primitives behind the two subtle protocols (entity dispatch and the timer
+//! scheduler's sleep/wake handshake), from `std` normally and from `loom` when the crate is built
+//! with `--cfg rclev_loom`, so the same code can be model-checked.
+//!
+//! A custom cfg name is used instead of `loom` because Tokio reacts to `cfg(loom)` itself.
+
+#[cfg(not(rclev_loom))]
+#[allow(unused_imports)] // the timer scheduler uses the rest
+pub(crate) use std::sync::{
+    atomic::{AtomicBool, AtomicU64, Ordering},
+    Condvar, Mutex, MutexGuard,
+};
+
+#[cfg(rclev_loom)]
+pub(crate) use loom::sync::{
+    atomic::{AtomicBool, AtomicU64, Ordering},
+    Condvar, Mutex, MutexGuard,
+};
+
+/// Locks a mutex, ignoring poisoning: every critical section in rclev leaves its data consistent
+/// even if a panic unwinds through it (user callbacks never run under these locks).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}

@@ -1,0 +1,513 @@
+//! The executor: spin modes, workers, async callbacks, coalescing, idleness, panics, shutdown.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{count_to, spin_until};
+use rclev::msg::{AddTwoInts, AddTwoIntsRequest, AddTwoIntsResponse, Int64};
+use rclev::{
+    Context, Error, ExecutorOptions, IntoPrimitiveOptions, QoSProfile, RuntimeChoice, SpinOptions,
+};
+use tokio::sync::Semaphore;
+
+fn add_service(node: &rclev::Node) -> rclev::Service<AddTwoInts> {
+    node.create_service::<AddTwoInts, _>("add", |req| AddTwoIntsResponse { sum: req.a + req.b })
+        .unwrap()
+}
+
+#[test]
+fn concurrent_service_calls_all_answered() {
+    let executor = Context::default().create_basic_executor();
+    let server_node = executor.create_node("server").unwrap();
+    let _service = add_service(&server_node);
+    let client_node = executor.create_node("client").unwrap();
+    let client = client_node.create_client::<AddTwoInts>("add").unwrap();
+    assert!(client.service_is_ready());
+    let calls: Vec<_> = (0..400)
+        .map(|i| {
+            let client = client.clone();
+            async move { (i, client.call(AddTwoIntsRequest { a: i, b: 1000 }).await) }
+        })
+        .collect();
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let r = results.clone();
+    // Four concurrent tasks of 100 calls each, all in flight at once.
+    let done = async move {
+        let mut handles = Vec::new();
+        let mut calls = calls.into_iter();
+        for _ in 0..4 {
+            let chunk: Vec<_> = calls.by_ref().take(100).collect();
+            let r = r.clone();
+            handles.push(tokio::spawn(async move {
+                for (i, res) in futures::future::join_all(chunk).await {
+                    r.lock().unwrap().push((i, res));
+                }
+            }));
+        }
+        for h in handles {
+            h.await.unwrap();
+        }
+    };
+    spin_until(&executor, done);
+    let results = results.lock().unwrap();
+    assert_eq!(results.len(), 400);
+    for (i, res) in results.iter() {
+        assert_eq!(res.as_ref().unwrap().sum, i + 1000);
+    }
+}
+
+#[test]
+fn client_errors_without_server_and_when_server_goes_away() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let client = node.create_client::<AddTwoInts>("nobody").unwrap();
+    assert!(!client.service_is_ready());
+    let res = futures::executor::block_on(client.call(AddTwoIntsRequest { a: 1, b: 2 }));
+    assert!(matches!(res, Err(Error::ServiceUnavailable(ref n)) if n == "/nobody"));
+
+    // Server exists but the executor does not spin: the request is queued; dropping the server
+    // answers it with an error instead of leaving the caller hanging.
+    let service = node
+        .create_service::<AddTwoInts, _>("/late", |r| AddTwoIntsResponse { sum: r.a })
+        .unwrap();
+    let client = node.create_client::<AddTwoInts>("/late").unwrap();
+    let pending = client.call(AddTwoIntsRequest { a: 1, b: 2 });
+    drop(service);
+    let (tx, rx) = std::sync::mpsc::channel();
+    executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(async move { tx.send(pending.await).unwrap() })
+            .timeout(Duration::from_secs(5)),
+    );
+    assert!(matches!(
+        rx.try_recv().unwrap(),
+        Err(Error::ServiceUnavailable(_))
+    ));
+    // Two servers for one name are refused.
+    let _a = node
+        .create_service::<AddTwoInts, _>("dup", |r| AddTwoIntsResponse { sum: r.a })
+        .unwrap();
+    assert!(matches!(
+        node.create_service::<AddTwoInts, _>("dup", |r| AddTwoIntsResponse { sum: r.a }),
+        Err(Error::ServiceAlreadyExists(_))
+    ));
+}
+
+#[test]
+fn async_callbacks_and_async_services() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let sem = Arc::new(Semaphore::new(0));
+    let s = sem.clone();
+    let _sub = node
+        .create_async_subscription::<Int64, _, _>(
+            "a".qos(QoSProfile::default().keep_all()),
+            move |m| {
+                let s = s.clone();
+                async move {
+                    // Awaiting inside a callback does not block the worker: the ten sleeps overlap.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    assert!(m.data < 10);
+                    s.add_permits(1);
+                }
+            },
+        )
+        .unwrap();
+    let _service = node
+        .create_async_service::<AddTwoInts, _, _>("slow_add", |r| async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            AddTwoIntsResponse { sum: r.a + r.b }
+        })
+        .unwrap();
+    let client = node.create_client::<AddTwoInts>("slow_add").unwrap();
+    let publisher = node.create_publisher::<Int64>("a").unwrap();
+    for i in 0..10 {
+        publisher.publish(Int64 { data: i }).unwrap();
+    }
+    let started = Instant::now();
+    let answer = Arc::new(Mutex::new(None));
+    let a = answer.clone();
+    let wait = count_to(&sem, 10);
+    spin_until(&executor, async move {
+        *a.lock().unwrap() = Some(
+            client
+                .call(AddTwoIntsRequest { a: 2, b: 3 })
+                .await
+                .unwrap()
+                .sum,
+        );
+        wait.await;
+    });
+    assert!(
+        started.elapsed() < Duration::from_millis(450),
+        "async callbacks ran one after another"
+    );
+    assert_eq!(*answer.lock().unwrap(), Some(5));
+}
+
+fn guard_counter(
+    executor: &rclev::Executor,
+) -> (rclev::GuardCondition, Arc<AtomicUsize>, rclev::Node) {
+    let node = executor.create_node("g").unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    let guard = node
+        .create_guard_condition(move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    (guard, count, node)
+}
+
+#[test]
+fn spin_outside_any_runtime() {
+    let executor = Context::default().create_basic_executor();
+    let (guard, count, _node) = guard_counter(&executor);
+    guard.trigger();
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_spin_inside_multi_thread_runtime() {
+    let executor = Context::default().create_basic_executor();
+    let (guard, count, _node) = guard_counter(&executor);
+    guard.trigger();
+    let errors = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert!(errors.is_empty());
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spin_async_inside_tokio_main() {
+    let executor = Context::default().create_basic_executor();
+    let (guard, count, _node) = guard_counter(&executor);
+    guard.trigger();
+    let errors = executor
+        .spin_async(SpinOptions::spin_once().timeout(Duration::from_secs(5)))
+        .await;
+    assert!(errors.is_empty());
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn current_thread_runtime_spin_async_works_and_blocking_spin_is_refused() {
+    let executor = Context::default().create_basic_executor();
+    let (guard, count, _node) = guard_counter(&executor);
+    guard.trigger();
+    assert_eq!(
+        executor.spin(SpinOptions::spin_once()),
+        vec![Error::BlockingSpinInsideRuntime]
+    );
+    executor
+        .spin_async(SpinOptions::spin_once().timeout(Duration::from_secs(5)))
+        .await;
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+
+    // An executor that owns its runtime can be spun blocking even from here.
+    let own = Context::default()
+        .create_executor(ExecutorOptions {
+            runtime: RuntimeChoice::Own { worker_threads: 1 },
+            ..Default::default()
+        })
+        .unwrap();
+    let (guard, count, _node) = guard_counter(&own);
+    guard.trigger();
+    assert!(own
+        .spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)))
+        .is_empty());
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn callbacks_run_only_while_spinning_and_not_after_shutdown() {
+    let executor = Context::default().create_basic_executor();
+    let (guard, count, _node) = guard_counter(&executor);
+    guard.trigger();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(count.load(Ordering::SeqCst), 0, "ran without spinning");
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+
+    let commands = executor.commands();
+    guard.trigger();
+    commands.shutdown();
+    let started = Instant::now();
+    let errors = executor.spin(SpinOptions::default());
+    assert!(errors.is_empty());
+    assert!(started.elapsed() < Duration::from_secs(1));
+    guard.trigger();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        1,
+        "a callback ran after shutdown"
+    );
+    assert!(commands.is_shut_down());
+}
+
+#[test]
+fn halt_spinning_from_a_callback() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let commands = executor.commands();
+    let guard = node
+        .create_guard_condition(move || commands.halt_spinning())
+        .unwrap();
+    guard.trigger();
+    let started = Instant::now();
+    executor.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+type Intervals = Arc<Mutex<Vec<(Instant, Instant)>>>;
+
+fn slow_guard<P: Send + 'static>(
+    worker: &rclev::Worker<P>,
+    log: &Intervals,
+    sem: &Arc<Semaphore>,
+) -> rclev::GuardCondition {
+    let (log, sem) = (log.clone(), sem.clone());
+    worker
+        .create_guard_condition(move |_payload: &mut P| {
+            let start = Instant::now();
+            std::thread::sleep(Duration::from_millis(150));
+            log.lock().unwrap().push((start, Instant::now()));
+            sem.add_permits(1);
+        })
+        .unwrap()
+}
+
+fn overlapped(log: &Intervals) -> bool {
+    let l = log.lock().unwrap();
+    let (a, b) = (l[0], l[1]);
+    a.0 < b.1 && b.0 < a.1
+}
+
+#[test]
+fn workers_run_in_parallel_but_one_worker_is_serial() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let (w1, w2) = (node.create_worker(()), node.create_worker(()));
+
+    let log: Intervals = Arc::default();
+    let sem = Arc::new(Semaphore::new(0));
+    let (g1, g2) = (slow_guard(&w1, &log, &sem), slow_guard(&w2, &log, &sem));
+    g1.trigger();
+    g2.trigger();
+    spin_until(&executor, count_to(&sem, 2));
+    assert!(
+        overlapped(&log),
+        "callbacks of different workers did not overlap"
+    );
+
+    let log: Intervals = Arc::default();
+    let (g1, g2) = (slow_guard(&w1, &log, &sem), slow_guard(&w1, &log, &sem));
+    g1.trigger();
+    g2.trigger();
+    spin_until(&executor, count_to(&sem, 2));
+    assert!(!overlapped(&log), "callbacks of one worker overlapped");
+}
+
+#[test]
+fn worker_payload_is_shared_by_its_callbacks() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let worker = node.create_worker(Vec::<i64>::new());
+    let _sub = worker
+        .create_subscription::<Int64, _>(
+            "p".qos(QoSProfile::default().keep_all()),
+            |v: &mut Vec<i64>, m| v.push(m.data),
+        )
+        .unwrap();
+    let _service = worker
+        .create_service::<AddTwoInts, _>("len", |v: &mut Vec<i64>, _req| AddTwoIntsResponse {
+            sum: v.len() as i64,
+        })
+        .unwrap();
+    let publisher = node.create_publisher::<Int64>("p").unwrap();
+    for i in 0..100 {
+        publisher.publish(Int64 { data: i }).unwrap();
+    }
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    let client = node.create_client::<AddTwoInts>("len").unwrap();
+    let contents = worker.run(|v: &mut Vec<i64>| v.clone());
+    let out = Arc::new(Mutex::new(None));
+    let o = out.clone();
+    spin_until(&executor, async move {
+        let len = client.call(AddTwoIntsRequest::default()).await.unwrap().sum;
+        *o.lock().unwrap() = Some((len, contents.await.unwrap()));
+    });
+    let (len, contents) = out.lock().unwrap().take().unwrap();
+    assert_eq!(len, 100);
+    assert_eq!(contents, (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn many_triggers_coalesce_into_one_run_and_none_is_lost() {
+    let executor = Context::default().create_basic_executor();
+    let (guard, count, _node) = guard_counter(&executor);
+    for _ in 0..10_000 {
+        guard.trigger();
+    }
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+
+    // Triggers racing with the callback: every trigger is followed by at least one run that
+    // started after it (the last trigger is never lost).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (g, s) = (guard.clone(), stop.clone());
+    let trigger_thread = std::thread::spawn(move || {
+        while !s.load(Ordering::SeqCst) {
+            g.trigger();
+        }
+        g.trigger();
+    });
+    executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
+    stop.store(true, Ordering::SeqCst);
+    trigger_thread.join().unwrap();
+    let before = count.load(Ordering::SeqCst);
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert!(
+        count.load(Ordering::SeqCst) > before,
+        "the final trigger was lost: {before} {:?}",
+        guard
+    );
+}
+
+#[test]
+fn a_flooded_subscription_does_not_starve_its_neighbours() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let (o1, o2) = (order.clone(), order.clone());
+    let keep_all = QoSProfile::default().keep_all();
+    let _flood = node
+        .create_subscription::<Int64, _>("flood".qos(keep_all), move |m| {
+            o1.lock().unwrap().push(m.data)
+        })
+        .unwrap();
+    let _quiet = node
+        .create_subscription::<Int64, _>("quiet".qos(keep_all), move |_| {
+            o2.lock().unwrap().push(-1)
+        })
+        .unwrap();
+    let flood = node.create_publisher::<Int64>("flood").unwrap();
+    let quiet = node.create_publisher::<Int64>("quiet").unwrap();
+    for i in 0..10_000 {
+        flood.publish(Int64 { data: i }).unwrap();
+    }
+    quiet.publish(Int64 { data: 0 }).unwrap();
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(10)));
+    let order = order.lock().unwrap();
+    assert_eq!(order.len(), 10_001);
+    let quiet_at = order.iter().position(|&d| d == -1).unwrap();
+    assert!(
+        quiet_at <= 64,
+        "the quiet subscription waited behind {quiet_at} flood messages"
+    );
+}
+
+#[test]
+fn idle_executor_makes_no_wakeups() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("idle").unwrap();
+    let _sub = node
+        .create_subscription::<Int64, _>("nothing", |_| {})
+        .unwrap();
+    let _service = add_service(&node);
+    let _worker = node.create_worker(0u8);
+    let (guard, count, _n) = guard_counter(&executor);
+    let commands = executor.commands();
+    let sampler = std::thread::spawn(move || {
+        // Let the spin settle, then count over an idle interval.
+        std::thread::sleep(Duration::from_millis(100));
+        guard.trigger();
+        std::thread::sleep(Duration::from_millis(100));
+        (guard, commands)
+    });
+    let stats_thread = {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let before_after = Arc::new(Mutex::new(None));
+        let ba = before_after.clone();
+        let exec = &executor;
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                let before = exec.stats();
+                std::thread::sleep(Duration::from_millis(500));
+                let after = exec.stats();
+                *ba.lock().unwrap() = Some((before, after));
+                tx.send(()).unwrap();
+                exec.commands().halt_spinning();
+            });
+            exec.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
+        });
+        rx.recv().unwrap();
+        let x = before_after.lock().unwrap().take().unwrap();
+        x
+    };
+    let _ = sampler.join().unwrap();
+    let (before, after) = stats_thread;
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+    assert!(before.worker_wakeups > 0, "the counter does not count");
+    assert_eq!(before, after, "an idle executor woke up");
+}
+
+#[test]
+fn panicking_callback_is_isolated_and_reported() {
+    let reported = Arc::new(AtomicUsize::new(0));
+    let r = reported.clone();
+    let executor = Context::default()
+        .create_executor(ExecutorOptions {
+            error_handler: Some(Arc::new(move |e: &Error| {
+                assert!(matches!(e, Error::CallbackPanicked { .. }));
+                r.fetch_add(1, Ordering::SeqCst);
+            })),
+            ..Default::default()
+        })
+        .unwrap();
+    let node = executor.create_node("n").unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let _sub = node
+        .create_subscription::<Int64, _>("p", move |m| {
+            if m.data == 1 {
+                panic!("bad message {}", m.data);
+            }
+            s.lock().unwrap().push(m.data);
+        })
+        .unwrap();
+    let (guard, count, _n) = guard_counter(&executor);
+    let _bad_service = node
+        .create_service::<AddTwoInts, _>("boom", |_| panic!("service exploded"))
+        .unwrap();
+    let client = node.create_client::<AddTwoInts>("boom").unwrap();
+    let publisher = node.create_publisher::<Int64>("p").unwrap();
+    for i in 0..3 {
+        publisher.publish(Int64 { data: i }).unwrap();
+    }
+    guard.trigger();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let call = client.call(AddTwoIntsRequest::default());
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(async move { tx.send(call.await).unwrap() })
+            .timeout(Duration::from_secs(5)),
+    );
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert_eq!(*seen.lock().unwrap(), vec![0, 2]);
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+    assert!(matches!(rx.recv().unwrap(), Err(Error::ServiceFailed(_))));
+    assert_eq!(reported.load(Ordering::SeqCst), 2);
+    assert!(errors.iter().any(
+        |e| matches!(e, Error::CallbackPanicked { message, .. } if message == "bad message 1")
+    ));
+    // Still working afterwards.
+    publisher.publish(Int64 { data: 3 }).unwrap();
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert_eq!(*seen.lock().unwrap(), vec![0, 2, 3]);
+}

@@ -1,0 +1,261 @@
+//! Topics on the in-process transport: ordering, history, durability, type and QoS checks.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{count_to, spin_until};
+use futures::StreamExt;
+use rclev::msg::{Int64, StringMsg};
+use rclev::{Context, Error, IntoPrimitiveOptions, NameKind, NodeOptions, QoSProfile, SpinOptions};
+use tokio::sync::Semaphore;
+
+fn collecting_subscription(
+    node: &rclev::Node,
+    topic: impl IntoPrimitiveOptions,
+) -> (
+    rclev::Subscription<Int64>,
+    Arc<Mutex<Vec<i64>>>,
+    Arc<Semaphore>,
+) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sem = Arc::new(Semaphore::new(0));
+    let (s, p) = (seen.clone(), sem.clone());
+    let sub = node
+        .create_subscription::<Int64, _>(topic, move |m| {
+            s.lock().unwrap().push(m.data);
+            p.add_permits(1);
+        })
+        .unwrap();
+    (sub, seen, sem)
+}
+
+#[test]
+fn keep_all_reliable_delivers_100k_in_order() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let qos = QoSProfile::default().keep_all().reliable();
+    let (sub, seen, sem) = collecting_subscription(&node, "numbers".qos(qos));
+    let publisher = node.create_publisher::<Int64>("numbers".qos(qos)).unwrap();
+    let n = 100_000;
+    let producer = std::thread::spawn(move || {
+        for i in 0..n {
+            publisher.publish(Int64 { data: i }).unwrap();
+        }
+    });
+    spin_until(&executor, count_to(&sem, n as u32));
+    producer.join().unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), n as usize);
+    assert!(seen.iter().copied().eq(0..n), "out of order");
+    assert_eq!(sub.lost_count(), 0);
+}
+
+#[test]
+fn keep_last_drops_oldest_and_counts_loss() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let (sub, seen, _) =
+        collecting_subscription(&node, "numbers".qos(QoSProfile::default().keep_last(5)));
+    let publisher = node.create_publisher::<Int64>("numbers").unwrap();
+    // Not spinning: everything queues in the subscription's history.
+    for i in 0..20 {
+        publisher.publish(Int64 { data: i }).unwrap();
+    }
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert_eq!(*seen.lock().unwrap(), vec![15, 16, 17, 18, 19]);
+    assert_eq!(sub.lost_count(), 15);
+}
+
+#[test]
+fn ordering_per_publisher_with_two_publishers() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sem = Arc::new(Semaphore::new(0));
+    let (s, p) = (seen.clone(), sem.clone());
+    let _sub = node
+        .create_subscription::<StringMsg, _>(
+            "mixed".qos(QoSProfile::default().keep_all()),
+            move |m| {
+                s.lock().unwrap().push(m.data.clone());
+                p.add_permits(1);
+            },
+        )
+        .unwrap();
+    let threads: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|tag| {
+            let publisher = node.create_publisher::<StringMsg>("mixed").unwrap();
+            std::thread::spawn(move || {
+                for i in 0..5000 {
+                    publisher
+                        .publish(StringMsg {
+                            data: format!("{tag}{i}"),
+                        })
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    spin_until(&executor, count_to(&sem, 10_000));
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let seen = seen.lock().unwrap();
+    for tag in ["a", "b"] {
+        let mine: Vec<usize> = seen
+            .iter()
+            .filter_map(|s| s.strip_prefix(tag))
+            .map(|n| n.parse().unwrap())
+            .collect();
+        assert_eq!(
+            mine,
+            (0..5000).collect::<Vec<_>>(),
+            "publisher {tag} reordered"
+        );
+    }
+}
+
+#[test]
+fn transient_local_late_joiner_gets_last_n() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let latched = QoSProfile::default().keep_last(3).transient_local();
+    let publisher = node.create_publisher::<Int64>("map".qos(latched)).unwrap();
+    for i in 0..10 {
+        publisher.publish(Int64 { data: i }).unwrap();
+    }
+    let (_late, seen, _) = collecting_subscription(&node, "map".qos(latched));
+    let (_volatile, seen_volatile, _) = collecting_subscription(&node, "map");
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert_eq!(*seen.lock().unwrap(), vec![7, 8, 9]);
+    assert!(seen_volatile.lock().unwrap().is_empty());
+    publisher.publish(Int64 { data: 10 }).unwrap();
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert_eq!(*seen.lock().unwrap(), vec![7, 8, 9, 10]);
+    assert_eq!(*seen_volatile.lock().unwrap(), vec![10]);
+}
+
+#[test]
+fn type_mismatch_is_an_error() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let _p = node.create_publisher::<Int64>("t").unwrap();
+    let err = node
+        .create_subscription::<StringMsg, _>("t", |_| {})
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::TopicTypeMismatch { ref existing, .. } if existing == "std_msgs/msg/Int64"),
+        "{err}"
+    );
+    let err = node.create_publisher::<StringMsg>("/t").unwrap_err();
+    assert!(matches!(err, Error::TopicTypeMismatch { .. }));
+}
+
+#[test]
+fn incompatible_qos_is_an_error() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let _p = node
+        .create_publisher::<Int64>("be".qos(QoSProfile::sensor_data()))
+        .unwrap();
+    let err =
+        node.create_subscription::<Int64, _>("be".qos(QoSProfile::default().reliable()), |_| {});
+    assert!(matches!(err, Err(Error::IncompatibleQos { .. })));
+    // A best-effort subscription is fine.
+    assert!(node
+        .create_subscription::<Int64, _>("be".qos(QoSProfile::sensor_data()), |_| {})
+        .is_ok());
+
+    let _s = node
+        .create_subscription::<Int64, _>("tl".qos(QoSProfile::default().transient_local()), |_| {})
+        .unwrap();
+    assert!(matches!(
+        node.create_publisher::<Int64>("tl".qos(QoSProfile::default().volatile())),
+        Err(Error::IncompatibleQos { .. })
+    ));
+    assert!(matches!(
+        node.create_publisher::<Int64>("zero".qos(QoSProfile::default().keep_last(0))),
+        Err(Error::InvalidQos(_))
+    ));
+}
+
+#[test]
+fn invalid_names_are_typed_errors() {
+    let executor = Context::default().create_basic_executor();
+    for bad in ["", "9lives", "with space", "dash-ed"] {
+        assert!(matches!(
+            executor.create_node(bad),
+            Err(Error::InvalidName {
+                kind: NameKind::Node,
+                ..
+            })
+        ));
+    }
+    assert!(matches!(
+        executor.create_node(NodeOptions::new("ok").namespace("/bad//ns")),
+        Err(Error::InvalidName {
+            kind: NameKind::Namespace,
+            ..
+        })
+    ));
+    let node = executor
+        .create_node(NodeOptions::new("cam").namespace("robot"))
+        .unwrap();
+    assert_eq!(node.fully_qualified_name(), "/robot/cam");
+    assert_eq!(
+        node.resolve_topic_name("~/info").unwrap(),
+        "/robot/cam/info"
+    );
+    for bad in ["a//b", "trailing/", "~nope", "1x", ""] {
+        assert!(matches!(
+            node.create_publisher::<Int64>(bad),
+            Err(Error::InvalidName {
+                kind: NameKind::Topic,
+                ..
+            })
+        ));
+    }
+    let p = node.create_publisher::<Int64>("image").unwrap();
+    assert_eq!(p.topic_name(), "/robot/image");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscription_stream_is_awaitable_without_spinning() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let mut stream = node
+        .create_subscription_stream::<Int64>("s".qos(QoSProfile::default().keep_all()))
+        .unwrap();
+    let publisher = node.create_publisher::<Int64>("s").unwrap();
+    let producer = tokio::spawn(async move {
+        for i in 0..1000 {
+            publisher.publish(Int64 { data: i }).unwrap();
+            if i % 100 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+    });
+    for i in 0..500 {
+        assert_eq!(stream.recv().await.data, i);
+    }
+    for i in 500..1000 {
+        assert_eq!(stream.next().await.unwrap().data, i);
+    }
+    producer.await.unwrap();
+    assert!(stream.try_recv().is_none());
+}
+
+#[test]
+fn dropped_subscription_gets_nothing_more() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let (sub, seen, _) = collecting_subscription(&node, "d");
+    let publisher = node.create_publisher::<Int64>("d").unwrap();
+    publisher.publish(Int64 { data: 1 }).unwrap();
+    drop(sub);
+    publisher.publish(Int64 { data: 2 }).unwrap();
+    assert_eq!(publisher.get_subscription_count(), 0);
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(2)));
+    assert!(seen.lock().unwrap().is_empty());
+}

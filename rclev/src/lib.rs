@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod clock;
 mod context;
 mod error;
 pub mod executor;
@@ -30,8 +31,10 @@ pub mod msg;
 mod node;
 mod qos;
 pub(crate) mod sync;
+pub mod timer;
 pub mod transport;
 
+pub use clock::{Clock, ClockType, Time};
 pub use context::Context;
 pub use error::{Error, NameKind, Result};
 pub use executor::{
@@ -45,4 +48,8 @@ pub use node::{
 };
 pub use qos::{
     Durability, History, IntoPrimitiveOptions, PrimitiveOptions, QoSProfile, Reliability,
+};
+pub use timer::{
+    IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerOptions,
+    TimerPrecision, TimerState,
 };

@@ -5,7 +5,6 @@
 //! A custom cfg name is used instead of `loom` because Tokio reacts to `cfg(loom)` itself.
 
 #[cfg(not(rclev_loom))]
-#[allow(unused_imports)] // the timer scheduler uses the rest
 pub(crate) use std::sync::{
     atomic::{AtomicBool, AtomicU64, Ordering},
     Condvar, Mutex, MutexGuard,
@@ -17,11 +16,13 @@ pub(crate) use loom::sync::{
     Condvar, Mutex, MutexGuard,
 };
 
-/// Locks a mutex, ignoring poisoning: every critical section in rclev leaves its data consistent
-/// even if a panic unwinds through it (user callbacks never run under these locks).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    }
+/// Locks a `std` mutex, ignoring poisoning: every critical section in rclev leaves its data
+/// consistent even if a panic unwinds through it (user callbacks never run under these locks).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// [`lock`] for the facade's (possibly loom) mutex.
+pub(crate) fn model_lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -291,7 +291,10 @@ fn overlapped(log: &Intervals) -> bool {
 fn workers_run_in_parallel_but_one_worker_is_serial() {
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("n").unwrap();
-    let (w1, w2) = (node.create_worker(()), node.create_worker(()));
+    let (w1, w2) = (
+        node.create_worker(()).unwrap(),
+        node.create_worker(()).unwrap(),
+    );
 
     let log: Intervals = Arc::default();
     let sem = Arc::new(Semaphore::new(0));
@@ -316,7 +319,7 @@ fn workers_run_in_parallel_but_one_worker_is_serial() {
 fn worker_payload_is_shared_by_its_callbacks() {
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("n").unwrap();
-    let worker = node.create_worker(Vec::<i64>::new());
+    let worker = node.create_worker(Vec::<i64>::new()).unwrap();
     let _sub = worker
         .create_subscription::<Int64, _>(
             "p".qos(QoSProfile::default().keep_all()),
@@ -419,7 +422,7 @@ fn idle_executor_makes_no_wakeups() {
         .create_subscription::<Int64, _>("nothing", |_| {})
         .unwrap();
     let _service = add_service(&node);
-    let _worker = node.create_worker(0u8);
+    let _worker = node.create_worker(0u8).unwrap();
     let (guard, count, _n) = guard_counter(&executor);
     let commands = executor.commands();
     let sampler = std::thread::spawn(move || {

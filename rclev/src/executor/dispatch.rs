@@ -127,7 +127,7 @@ impl EntityDispatch {
     }
 
     /// Whether an entry is queued and not begun.
-    #[cfg(test)]
+    #[cfg(all(test, not(rclev_loom)))]
     pub(crate) fn is_pending(&self) -> bool {
         self.pending.load(Ordering::Acquire)
     }

@@ -23,20 +23,27 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::node::{IntoNodeOptions, Node, NodeState};
 use crate::sync::lock;
+use crate::timer::{TimerPrecision, TimerScheduler};
 use mailbox::Mailbox;
 
 /// Which Tokio runtime the executor's workers run on.
 #[derive(Debug, Clone)]
 pub enum RuntimeChoice {
-    /// Adopt the runtime the executor is created in, or own a new multi-threaded one when
-    /// created outside any runtime.
+    /// Adopt the runtime the executor is created in; outside any runtime, behave as
+    /// [`ThreadPerWorker`](Self::ThreadPerWorker).
     Auto,
-    /// Own a new multi-threaded runtime with this many threads.
+    /// Every worker gets its own OS thread running a current-thread Tokio runtime (async
+    /// callbacks and tasks they spawn run there); the executor keeps a one-thread runtime for
+    /// its own bookkeeping. Waking a worker then wakes exactly one thread, which is what makes
+    /// high-rate timers cheap: a shared multi-threaded pool also wakes a second, idle thread to
+    /// look for work on every external wake-up.
+    ThreadPerWorker,
+    /// Own a new multi-threaded runtime with this many threads; workers are tasks on it.
     Own {
         /// Runtime worker threads (at least 1).
         worker_threads: usize,
     },
-    /// Run on this runtime.
+    /// Run workers as tasks on this runtime.
     Adopt(Handle),
 }
 
@@ -54,6 +61,8 @@ pub struct ExecutorOptions {
     /// Called for every error raised while spinning, besides the `tracing` event and the
     /// list that `spin` returns.
     pub error_handler: Option<ErrorHandler>,
+    /// Precision/CPU trade-offs of the timer scheduler.
+    pub timer_precision: TimerPrecision,
 }
 
 impl Default for ExecutorOptions {
@@ -62,6 +71,7 @@ impl Default for ExecutorOptions {
             runtime: RuntimeChoice::Auto,
             worker_spin: Duration::from_micros(60),
             error_handler: None,
+            timer_precision: TimerPrecision::default(),
         }
     }
 }
@@ -71,6 +81,7 @@ impl std::fmt::Debug for ExecutorOptions {
         f.debug_struct("ExecutorOptions")
             .field("runtime", &self.runtime)
             .field("worker_spin", &self.worker_spin)
+            .field("timer_precision", &self.timer_precision)
             .finish_non_exhaustive()
     }
 }
@@ -180,8 +191,11 @@ impl SpinGate {
 pub(crate) struct ExecutorShared {
     pub(crate) context: Context,
     pub(crate) handle: Handle,
+    /// Workers run on threads of their own (see [`RuntimeChoice::ThreadPerWorker`]).
+    pub(crate) dedicated_workers: bool,
     pub(crate) gate: SpinGate,
     pub(crate) options: ExecutorOptions,
+    pub(crate) timers: TimerScheduler,
     shut_down: AtomicBool,
     shutdown_notify: Notify,
     halt_notify: Notify,
@@ -237,6 +251,7 @@ impl ExecutorShared {
         if self.shut_down.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.timers.shutdown();
         for m in self.live_workers() {
             m.close();
         }
@@ -334,25 +349,37 @@ impl Executor {
                 .build()
                 .map_err(|e| Error::Runtime(e.to_string()))
         };
-        let (handle, runtime) = match &options.runtime {
-            RuntimeChoice::Adopt(h) => (h.clone(), None),
+        let own_threads = |threads: usize| -> Result<(Handle, Option<Runtime>)> {
+            let rt = build(threads)?;
+            Ok((rt.handle().clone(), Some(rt)))
+        };
+        let (handle, runtime, dedicated_workers) = match &options.runtime {
+            RuntimeChoice::Adopt(h) => (h.clone(), None, false),
             RuntimeChoice::Own { worker_threads } => {
-                let rt = build(*worker_threads)?;
-                (rt.handle().clone(), Some(rt))
+                let (h, rt) = own_threads(*worker_threads)?;
+                (h, rt, false)
+            }
+            RuntimeChoice::ThreadPerWorker => {
+                let (h, rt) = own_threads(1)?;
+                (h, rt, true)
             }
             RuntimeChoice::Auto => match Handle::try_current() {
-                Ok(h) => (h, None),
+                Ok(h) => (h, None, false),
                 Err(_) => {
-                    let rt = build(2)?;
-                    (rt.handle().clone(), Some(rt))
+                    let (h, rt) = own_threads(1)?;
+                    (h, rt, true)
                 }
             },
         };
+        let timers = TimerScheduler::start(options.timer_precision.clone())
+            .map_err(|e| Error::Runtime(format!("cannot start the timer thread: {e}")))?;
         let shared = Arc::new(ExecutorShared {
             context,
             handle,
+            dedicated_workers,
             gate: SpinGate::default(),
             options,
+            timers,
             shut_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
             halt_notify: Notify::new(),
@@ -420,8 +447,13 @@ impl Executor {
                 .iter()
                 .map(|m| m.wakeups.load(Ordering::Relaxed))
                 .sum(),
-            timer_thread_wakeups: 0,
+            timer_thread_wakeups: self.shared.timers.wakeups(),
         }
+    }
+
+    /// Whether the timer scheduler's thread has exited (it does when the executor shuts down).
+    pub fn timer_thread_exited(&self) -> bool {
+        self.shared.timers.has_exited()
     }
 
     /// The runtime handle the workers run on.
@@ -433,6 +465,7 @@ impl Executor {
 impl Drop for Executor {
     fn drop(&mut self) {
         self.shared.shutdown();
+        self.shared.timers.join();
         if let Some(rt) = self.runtime.take() {
             // Not `drop(rt)`: that blocks, and panics when the executor is dropped in async code.
             rt.shutdown_background();

@@ -19,9 +19,10 @@ use super::mailbox::{MailItem, Mailbox, Take};
 use super::ExecutorShared;
 use crate::error::{panic_message, Error};
 
-/// Mailbox rounds before the task yields to the runtime, so a flooded worker cannot hog a
-/// runtime thread that other tasks (other workers, user tasks) also need.
-const ROUNDS_BEFORE_YIELD: u32 = 64;
+/// How long one poll of a worker may keep running mailbox rounds before the task yields to the
+/// runtime, so a busy worker cannot hog a runtime thread that other tasks (other workers, user
+/// tasks, its own async callbacks) also need. Checked every 64 rounds.
+const POLL_BUDGET: Duration = Duration::from_millis(2);
 
 /// Decides whether an idle worker spins briefly before parking.
 ///
@@ -74,7 +75,8 @@ pub(crate) async fn run_worker(
         mailbox
             .wakeups
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut rounds = 0;
+        let mut rounds = 0u32;
+        let poll_started = Instant::now();
         loop {
             if exec.is_shut_down() {
                 return Poll::Ready(());
@@ -114,8 +116,8 @@ pub(crate) async fn run_worker(
                     for fut in spawned.drain(..) {
                         in_flight.push(fut);
                     }
-                    rounds += 1;
-                    if rounds >= ROUNDS_BEFORE_YIELD {
+                    rounds = rounds.wrapping_add(1);
+                    if rounds.is_multiple_of(64) && poll_started.elapsed() >= POLL_BUDGET {
                         cx.waker().wake_by_ref();
                         return Poll::Pending;
                     }

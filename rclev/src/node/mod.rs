@@ -22,6 +22,9 @@ use crate::error::Result;
 use crate::executor::ExecutorShared;
 use crate::msg::{Message, ServiceType};
 use crate::qos::IntoPrimitiveOptions;
+use crate::timer::{
+    create_timer, IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerKind,
+};
 
 /// How a node is created: its name and namespace.
 ///
@@ -103,7 +106,7 @@ impl NodeState {
             name: options.name,
             namespace,
         });
-        let core = WorkerCore::spawn(exec, identity.clone(), Box::new(()));
+        let core = WorkerCore::spawn(exec, identity.clone(), Box::new(()))?;
         Ok(Arc::new(Self { identity, core }))
     }
 
@@ -221,8 +224,75 @@ impl NodeState {
         guard::create_guard_condition(&self.core, Callback::plain(move |()| callback()))
     }
 
-    /// A new worker with `payload`, for callbacks that share mutable state.
-    pub fn create_worker<P: Send + 'static>(self: &Arc<Self>, payload: P) -> Worker<P> {
+    /// A repeating timer whose callback (`FnMut()` or `FnMut(TimerInfo)`) runs on the node's
+    /// worker.
+    ///
+    /// ```
+    /// use rclev::{Context, SpinOptions};
+    /// use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
+    /// use std::time::Duration;
+    ///
+    /// let executor = Context::default().create_basic_executor();
+    /// let node = executor.create_node("ticker").unwrap();
+    /// let ticks = Arc::new(AtomicU32::new(0));
+    /// let t = ticks.clone();
+    /// let _timer = node
+    ///     .create_timer_repeating(Duration::from_millis(5), move || { t.fetch_add(1, Ordering::Relaxed); })
+    ///     .unwrap();
+    /// executor.spin(SpinOptions::default().timeout(Duration::from_millis(100)));
+    /// assert!(ticks.load(Ordering::Relaxed) >= 5);
+    /// ```
+    pub fn create_timer_repeating<Args>(
+        &self,
+        options: impl IntoTimerOptions,
+        callback: impl IntoTimerCallback<Args>,
+    ) -> Result<Timer> {
+        create_timer(
+            &self.core,
+            options,
+            TimerKind::Repeating(callback.into_timer_callback()),
+        )
+    }
+
+    /// A timer that fires once, one period from now (again after each `reset()`).
+    pub fn create_timer_oneshot<Args>(
+        &self,
+        options: impl IntoTimerOptions,
+        callback: impl IntoTimerCallback<Args>,
+    ) -> Result<Timer> {
+        create_timer(
+            &self.core,
+            options,
+            TimerKind::OneShot(callback.into_timer_callback()),
+        )
+    }
+
+    /// A timer that keeps its schedule but calls nothing until given a callback with
+    /// `set_repeating`/`set_oneshot`.
+    pub fn create_timer_inert(&self, options: impl IntoTimerOptions) -> Result<Timer> {
+        create_timer(&self.core, options, TimerKind::Inert)
+    }
+
+    /// A repeating timer with an async callback; each tick's future runs on the worker's task.
+    pub fn create_async_timer_repeating<F, Fut>(
+        &self,
+        options: impl IntoTimerOptions,
+        callback: F,
+    ) -> Result<Timer>
+    where
+        F: FnMut(TimerInfo) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        create_timer(
+            &self.core,
+            options,
+            TimerKind::Repeating(TimerCallback::asynchronous(callback)),
+        )
+    }
+
+    /// A new worker with `payload`, for callbacks that share mutable state. Fails only if
+    /// the worker's thread cannot be started.
+    pub fn create_worker<P: Send + 'static>(self: &Arc<Self>, payload: P) -> Result<Worker<P>> {
         WorkerState::create(self, payload)
     }
 }

@@ -13,6 +13,7 @@ use crate::executor::worker::{run_worker, SpinPolicy};
 use crate::executor::ExecutorShared;
 use crate::msg::{Message, ServiceType};
 use crate::qos::IntoPrimitiveOptions;
+use crate::timer::{create_timer, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerKind};
 use crate::transport::{Endpoint, TypeSupport};
 
 /// The part of a worker that entities keep alive. Dropping the last reference closes the
@@ -28,20 +29,32 @@ impl WorkerCore {
         exec: &Arc<ExecutorShared>,
         node: Arc<NodeIdentity>,
         payload: Box<dyn Any + Send>,
-    ) -> Arc<Self> {
+    ) -> Result<Arc<Self>> {
         let mailbox = Arc::new(Mailbox::default());
         exec.register_worker(&mailbox);
-        exec.handle.spawn(run_worker(
+        let task = run_worker(
             mailbox.clone(),
             exec.clone(),
             payload,
             SpinPolicy::new(exec.options.worker_spin),
-        ));
-        Arc::new(Self {
+        );
+        if exec.dedicated_workers {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::Runtime(format!("cannot build a worker runtime: {e}")))?;
+            std::thread::Builder::new()
+                .name(format!("rclev-{}", node.name))
+                .spawn(move || rt.block_on(task))
+                .map_err(|e| Error::Runtime(format!("cannot start a worker thread: {e}")))?;
+        } else {
+            exec.handle.spawn(task);
+        }
+        Ok(Arc::new(Self {
             mailbox,
             exec: exec.clone(),
             node,
-        })
+        }))
     }
 
     /// Expands the name and packages an endpoint for the transport.
@@ -76,7 +89,7 @@ impl Drop for WorkerCore {
 ///
 /// let executor = Context::default().create_basic_executor();
 /// let node = executor.create_node("counter").unwrap();
-/// let worker = node.create_worker(0_i64);
+/// let worker = node.create_worker(0_i64).unwrap();
 /// let _sub = worker
 ///     .create_subscription::<Int64, _>("numbers", |sum: &mut i64, msg| *sum += msg.data)
 ///     .unwrap();
@@ -100,13 +113,13 @@ pub struct WorkerState<P> {
 pub type Worker<P> = Arc<WorkerState<P>>;
 
 impl<P: Send + 'static> WorkerState<P> {
-    pub(crate) fn create(node: &Node, payload: P) -> Worker<P> {
-        let core = WorkerCore::spawn(&node.core.exec, node.identity.clone(), Box::new(payload));
-        Arc::new(Self {
+    pub(crate) fn create(node: &Node, payload: P) -> Result<Worker<P>> {
+        let core = WorkerCore::spawn(&node.core.exec, node.identity.clone(), Box::new(payload))?;
+        Ok(Arc::new(Self {
             core,
             node: node.clone(),
             _payload: PhantomData,
-        })
+        }))
     }
 
     /// The node this worker belongs to.
@@ -157,6 +170,43 @@ impl<P: Send + 'static> WorkerState<P> {
             &self.core,
             Callback::with_payload(move |p: &mut P, ()| callback(p)),
         )
+    }
+
+    /// A repeating timer whose callback gets the payload.
+    pub fn create_timer_repeating<F>(
+        &self,
+        options: impl IntoTimerOptions,
+        callback: F,
+    ) -> Result<Timer>
+    where
+        F: FnMut(&mut P, TimerInfo) + Send + 'static,
+    {
+        create_timer(
+            &self.core,
+            options,
+            TimerKind::Repeating(TimerCallback::with_payload(callback)),
+        )
+    }
+
+    /// A one-shot timer whose callback gets the payload.
+    pub fn create_timer_oneshot<F>(
+        &self,
+        options: impl IntoTimerOptions,
+        callback: F,
+    ) -> Result<Timer>
+    where
+        F: FnMut(&mut P, TimerInfo) + Send + 'static,
+    {
+        create_timer(
+            &self.core,
+            options,
+            TimerKind::OneShot(TimerCallback::with_payload(callback)),
+        )
+    }
+
+    /// An inert timer on this worker.
+    pub fn create_timer_inert(&self, options: impl IntoTimerOptions) -> Result<Timer> {
+        create_timer(&self.core, options, TimerKind::Inert)
     }
 
     /// Runs `f` on the payload (on the worker, between callbacks) and resolves to its result.

@@ -92,7 +92,7 @@ fn rclev_variant(messages: u64, secs: f64) -> Result<Row> {
 
     // Latency, at two rates.
     let base = Instant::now();
-    let worker = node.create_worker(histogram());
+    let worker = node.create_worker(histogram())?;
     let _lat = worker.create_subscription::<Int64, _>(
         "latency".qos(qos),
         move |h: &mut Histogram<u64>, m| {

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 mod bench_pubsub;
+mod bench_timers;
 mod demo;
+mod plot;
 mod report;
 
 #[derive(Parser)]
@@ -56,6 +58,50 @@ enum BenchCommand {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Timer precision: rclev's shared scheduler against the reference design, the per-task
+    /// design and a bare tokio interval, side by side.
+    Timers {
+        /// Timer rates in Hz, comma-separated.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "1000,5000,10000,16000,18000,20000,50000"
+        )]
+        rates: Vec<f64>,
+        /// Seconds of measurement per variant and rate.
+        #[arg(long, default_value_t = 5.0)]
+        secs: f64,
+        /// Timers per variant (each at the given rate).
+        #[arg(long, default_value_t = 1)]
+        timers: usize,
+        /// Variants to run, comma-separated.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "rclev,reference,per-task,tokio-interval"
+        )]
+        variants: Vec<String>,
+        /// Write the rows as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Draw achieved % vs rate as a PNG.
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// rclev's scheduler busy-waits this long before each hand-off (µs; default: the
+        /// library default).
+        #[arg(long)]
+        spin_before_us: Option<u64>,
+        /// rclev hands ticks to the worker this early (µs; default: the library default).
+        #[arg(long)]
+        handoff_lead_us: Option<u64>,
+        /// rclev workers spin this long before parking when work arrives often (µs).
+        #[arg(long)]
+        worker_spin_us: Option<u64>,
+        /// Run rclev's workers as tasks on a shared Tokio runtime with this many threads
+        /// instead of the default (a thread per worker).
+        #[arg(long)]
+        runtime_threads: Option<usize>,
+    },
 }
 
 fn main() -> anyhow_free::Result {
@@ -75,6 +121,42 @@ fn main() -> anyhow_free::Result {
             secs,
             json,
         }) => bench_pubsub::run(messages, secs, json.as_deref()),
+        Command::Bench(BenchCommand::Timers {
+            rates,
+            secs,
+            timers,
+            variants,
+            json,
+            plot,
+            spin_before_us,
+            handoff_lead_us,
+            worker_spin_us,
+            runtime_threads,
+        }) => {
+            let mut executor = rclev::ExecutorOptions::default();
+            if let Some(worker_threads) = runtime_threads {
+                executor.runtime = rclev::RuntimeChoice::Own { worker_threads };
+            }
+            let us = std::time::Duration::from_micros;
+            if let Some(v) = spin_before_us {
+                executor.timer_precision.spin_before = us(v);
+            }
+            if let Some(v) = handoff_lead_us {
+                executor.timer_precision.handoff_lead = us(v);
+            }
+            if let Some(v) = worker_spin_us {
+                executor.worker_spin = us(v);
+            }
+            bench_timers::run(bench_timers::Options {
+                rates,
+                secs,
+                timers,
+                variants,
+                json: json.as_deref(),
+                plot: plot.as_deref(),
+                executor,
+            })
+        }
     }
 }
 

@@ -51,10 +51,7 @@ pub struct Window {
 
 /// What a [`Window`] saw.
 pub struct WindowStats {
-    #[allow(dead_code)] // read by the timer benchmark
-    pub wall_secs: f64,
     pub cpu_cores: f64,
-    #[allow(dead_code)] // read by the timer benchmark
     pub steal_percent: f64,
 }
 
@@ -72,7 +69,6 @@ impl Window {
         let (steal, total) = steal_jiffies();
         let (ds, dt) = (steal - self.steal.0, total - self.steal.1);
         WindowStats {
-            wall_secs,
             cpu_cores: cpu / wall_secs,
             steal_percent: if dt > 0 {
                 100.0 * ds as f64 / dt as f64

@@ -1,0 +1,392 @@
+//! `rclev bench timers`: timer precision of rclev's shared scheduler, side by side with the
+//! designs it replaces, in one run.
+//!
+//! Variants (each on a two-thread Tokio runtime, like the executor's default):
+//! - `rclev`: `node.create_timer_repeating` on the shared scheduler, default precision.
+//! - `reference`: the rclrs draft design rebuilt: one condvar thread with a deadline heap,
+//!   coalescing hand-off (a pending flag per timer) to a Tokio-task worker over an mpsc channel;
+//!   deadlines advance by one period; default timer slack, no busy-waiting.
+//! - `per-task`: the design before it: one Tokio task per timer that sleeps with
+//!   `tokio::time::sleep_until`, then waits for the worker to run the callback before it
+//!   computes the next deadline.
+//! - `tokio-interval`: a bare `tokio::time::interval` (missed ticks skipped) per timer, with the
+//!   "callback" inline in its task: the ceiling of a Tokio-timer design.
+//!
+//! Every fire whose callback starts inside the measurement window counts; lateness is callback
+//! start minus the tick's scheduled time. CPU is the process's user+system time over the
+//! window; steal is read from `/proc/stat`.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use rclev::{Context, ExecutorOptions, SpinOptions, TimerInfo};
+use serde::Serialize;
+
+use crate::anyhow_free::Result;
+use crate::report::{write_json, Window, WindowStats};
+
+const WARMUP: Duration = Duration::from_millis(300);
+
+#[derive(Serialize, Clone)]
+pub struct Row {
+    pub variant: &'static str,
+    pub timers: usize,
+    pub target_hz: f64,
+    pub achieved_hz: f64,
+    pub percent: f64,
+    pub dropped: u64,
+    pub late_p50_us: f64,
+    pub late_p99_us: f64,
+    pub cpu_cores: f64,
+    pub steal_percent: f64,
+    pub window_secs: f64,
+}
+
+/// Counts fires and lateness inside the window.
+struct Recorder {
+    start: Instant,
+    end: Instant,
+    fires: AtomicU64,
+    lateness: Mutex<Histogram<u64>>,
+}
+
+impl Recorder {
+    fn new(secs: f64) -> Arc<Self> {
+        let start = Instant::now() + WARMUP;
+        Arc::new(Self {
+            start,
+            end: start + Duration::from_secs_f64(secs),
+            fires: AtomicU64::new(0),
+            lateness: Mutex::new(
+                Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("static bounds are valid"),
+            ),
+        })
+    }
+
+    fn record(&self, late: Duration, now: Instant) {
+        if now >= self.start && now < self.end {
+            self.fires.fetch_add(1, Ordering::Relaxed);
+            let _ = self
+                .lateness
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .record((late.as_nanos() as u64).max(1));
+        }
+    }
+
+    /// Measures CPU and steal over the window from a helper thread.
+    fn watch(&self) -> std::thread::JoinHandle<WindowStats> {
+        let (start, end) = (self.start, self.end);
+        std::thread::spawn(move || {
+            sleep_until(start);
+            let w = Window::start();
+            sleep_until(end);
+            w.finish()
+        })
+    }
+
+    fn total_run(&self) -> Duration {
+        self.end.saturating_duration_since(Instant::now()) + Duration::from_millis(50)
+    }
+
+    fn row(&self, variant: &'static str, timers: usize, rate: f64, stats: WindowStats) -> Row {
+        let fires = self.fires.load(Ordering::Relaxed);
+        let window = (self.end - self.start).as_secs_f64();
+        let target_hz = rate * timers as f64;
+        let achieved_hz = fires as f64 / window;
+        let h = self.lateness.lock().unwrap_or_else(|p| p.into_inner());
+        let us = |q: f64| {
+            if h.is_empty() {
+                f64::NAN
+            } else {
+                h.value_at_quantile(q) as f64 / 1000.0
+            }
+        };
+        Row {
+            variant,
+            timers,
+            target_hz,
+            achieved_hz,
+            percent: 100.0 * achieved_hz / target_hz,
+            dropped: (target_hz * window - fires as f64).max(0.0).round() as u64,
+            late_p50_us: us(0.5),
+            late_p99_us: us(0.99),
+            cpu_cores: stats.cpu_cores,
+            steal_percent: stats.steal_percent,
+            window_secs: window,
+        }
+    }
+}
+
+fn sleep_until(t: Instant) {
+    let now = Instant::now();
+    if t > now {
+        std::thread::sleep(t - now);
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+fn run_rclev(timers: usize, rate: f64, secs: f64, options: &ExecutorOptions) -> Result<Row> {
+    let executor = Context::default().create_executor(options.clone())?;
+    let node = executor.create_node("bench_timers")?;
+    let rec = Recorder::new(secs);
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let handles = (0..timers)
+        .map(|_| {
+            let r = rec.clone();
+            node.create_timer_repeating(period, move |info: TimerInfo| {
+                r.record(info.lateness(), Instant::now())
+            })
+        })
+        .collect::<rclev::Result<Vec<_>>>()?;
+    let watch = rec.watch();
+    executor.spin(SpinOptions::default().timeout(rec.total_run()));
+    drop(handles);
+    let stats = watch.join().map_err(|_| "window thread panicked")?;
+    Ok(rec.row("rclev", timers, rate, stats))
+}
+
+fn run_reference(timers: usize, rate: f64, secs: f64) -> Result<Row> {
+    let rt = runtime()?;
+    let rec = Recorder::new(secs);
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let pending: Arc<Vec<AtomicBool>> =
+        Arc::new((0..timers).map(|_| AtomicBool::new(false)).collect());
+    let expected: Arc<Vec<AtomicU64>> = Arc::new((0..timers).map(|_| AtomicU64::new(0)).collect());
+    let epoch = Instant::now();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<usize>();
+    let (r, p, e) = (rec.clone(), pending.clone(), expected.clone());
+    rt.spawn(async move {
+        while let Some(i) = rx.recv().await {
+            p[i].store(false, Ordering::Release);
+            let now = Instant::now();
+            let due = epoch + Duration::from_nanos(e[i].load(Ordering::Acquire));
+            r.record(now.saturating_duration_since(due), now);
+        }
+    });
+    let stop = Arc::new((Mutex::new(false), Condvar::new()));
+    let s = stop.clone();
+    let scheduler = std::thread::spawn(move || {
+        let (lock, cv) = &*s;
+        let start = Instant::now();
+        let mut heap: BinaryHeap<Reverse<(Instant, usize)>> =
+            (0..timers).map(|i| Reverse((start + period, i))).collect();
+        let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while !*stopped {
+            let Some(&Reverse((due, i))) = heap.peek() else {
+                break;
+            };
+            let now = Instant::now();
+            if due > now {
+                stopped = cv
+                    .wait_timeout(stopped, due - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+                continue;
+            }
+            heap.pop();
+            if !pending[i].swap(true, Ordering::AcqRel) {
+                expected[i].store((due - epoch).as_nanos() as u64, Ordering::Release);
+                let _ = tx.send(i);
+            }
+            heap.push(Reverse((due + period, i)));
+        }
+    });
+    let watch = rec.watch();
+    std::thread::sleep(rec.total_run());
+    *stop.0.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    stop.1.notify_all();
+    scheduler
+        .join()
+        .map_err(|_| "reference scheduler panicked")?;
+    let stats = watch.join().map_err(|_| "window thread panicked")?;
+    rt.shutdown_background();
+    Ok(rec.row("reference", timers, rate, stats))
+}
+
+fn run_per_task(timers: usize, rate: f64, secs: f64) -> Result<Row> {
+    let rt = runtime()?;
+    let rec = Recorder::new(secs);
+    let period = Duration::from_secs_f64(1.0 / rate);
+    type Job = (Instant, tokio::sync::oneshot::Sender<()>);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
+    let r = rec.clone();
+    rt.spawn(async move {
+        while let Some((due, done)) = rx.recv().await {
+            let now = Instant::now();
+            r.record(now.saturating_duration_since(due), now);
+            let _ = done.send(());
+        }
+    });
+    let end = rec.end;
+    for _ in 0..timers {
+        let tx = tx.clone();
+        rt.spawn(async move {
+            let mut next = Instant::now() + period;
+            while next < end {
+                tokio::time::sleep_until(next.into()).await;
+                let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+                if tx.send((next, done_tx)).is_err() || done_rx.await.is_err() {
+                    return;
+                }
+                // Next grid point after now, as an rcl timer computes it.
+                let now = Instant::now();
+                next += period;
+                if next <= now {
+                    let behind = (now - next).as_nanos() / period.as_nanos() + 1;
+                    next += Duration::from_nanos((period.as_nanos() * behind) as u64);
+                }
+            }
+        });
+    }
+    let watch = rec.watch();
+    std::thread::sleep(rec.total_run());
+    let stats = watch.join().map_err(|_| "window thread panicked")?;
+    rt.shutdown_background();
+    Ok(rec.row("per-task", timers, rate, stats))
+}
+
+fn run_tokio_interval(timers: usize, rate: f64, secs: f64) -> Result<Row> {
+    let rt = runtime()?;
+    let rec = Recorder::new(secs);
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let end = rec.end;
+    for _ in 0..timers {
+        let r = rec.clone();
+        rt.spawn(async move {
+            let mut interval = tokio::time::interval(period);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                let due = interval.tick().await.into_std();
+                let now = Instant::now();
+                if now >= end {
+                    return;
+                }
+                r.record(now.saturating_duration_since(due), now);
+            }
+        });
+    }
+    let watch = rec.watch();
+    std::thread::sleep(rec.total_run());
+    let stats = watch.join().map_err(|_| "window thread panicked")?;
+    rt.shutdown_background();
+    Ok(rec.row("tokio-interval", timers, rate, stats))
+}
+
+pub struct Options<'a> {
+    pub rates: Vec<f64>,
+    pub secs: f64,
+    pub timers: usize,
+    pub variants: Vec<String>,
+    pub json: Option<&'a Path>,
+    pub plot: Option<&'a Path>,
+    /// rclev's executor options (precision knobs).
+    pub executor: ExecutorOptions,
+}
+
+pub const VARIANTS: [&str; 4] = ["rclev", "reference", "per-task", "tokio-interval"];
+
+pub fn run(opts: Options<'_>) -> Result {
+    if opts.rates.is_empty() || opts.rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+        return Err("--rates must be positive numbers".into());
+    }
+    if !(opts.secs.is_finite() && opts.secs > 0.0) || opts.timers == 0 {
+        return Err("--secs and --timers must be positive".into());
+    }
+    for v in &opts.variants {
+        if !VARIANTS.contains(&v.as_str()) {
+            return Err(format!("unknown variant {v:?}; choose from {VARIANTS:?}").into());
+        }
+    }
+    let total = opts.rates.len() * opts.variants.len();
+    let mut rows = Vec::new();
+    for &rate in &opts.rates {
+        for variant in &opts.variants {
+            eprintln!(
+                "[{}/{total}] {variant}: {} timer(s) × {rate} Hz for {} s…",
+                rows.len() + 1,
+                opts.timers,
+                opts.secs
+            );
+            let row = match variant.as_str() {
+                "rclev" => run_rclev(opts.timers, rate, opts.secs, &opts.executor)?,
+                "reference" => run_reference(opts.timers, rate, opts.secs)?,
+                "per-task" => run_per_task(opts.timers, rate, opts.secs)?,
+                _ => run_tokio_interval(opts.timers, rate, opts.secs)?,
+            };
+            eprintln!(
+                "        {:.1}% of target, p50 {:.1} µs, {:.3} cores, steal {:.2}%",
+                row.percent, row.late_p50_us, row.cpu_cores, row.steal_percent
+            );
+            rows.push(row);
+        }
+    }
+    print_table(&rows);
+    if let Some(path) = opts.json {
+        write_json(path, &rows)?;
+    }
+    if let Some(path) = opts.plot {
+        crate::plot::percent_vs_rate(path, &rows)?;
+    }
+    Ok(())
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<15} {:>6} {:>10} {:>12} {:>8} {:>9} {:>9} {:>10} {:>6} {:>6}",
+        "variant",
+        "timers",
+        "target/s",
+        "achieved/s",
+        "%",
+        "dropped",
+        "p50 µs",
+        "p99 µs",
+        "cores",
+        "steal%"
+    );
+    for r in rows {
+        println!(
+            "{:<15} {:>6} {:>10.0} {:>12.0} {:>8.2} {:>9} {:>9.1} {:>10.1} {:>6.3} {:>6.2}",
+            r.variant,
+            r.timers,
+            r.target_hz,
+            r.achieved_hz,
+            r.percent,
+            r.dropped,
+            r.late_p50_us,
+            r.late_p99_us,
+            r.cpu_cores,
+            r.steal_percent
+        );
+    }
+    let find = |v: &str, hz: f64| rows.iter().find(|r| r.variant == v && r.target_hz == hz);
+    let mut printed_header = false;
+    for ours in rows.iter().filter(|r| r.variant == "rclev") {
+        for base in VARIANTS.iter().skip(1) {
+            if let Some(b) = find(base, ours.target_hz) {
+                if !printed_header {
+                    println!("\nrclev / baseline, achieved fires:");
+                    printed_header = true;
+                }
+                println!(
+                    "  {:>8.0}/s  vs {:<15} {:>6.2}×",
+                    ours.target_hz,
+                    base,
+                    ours.achieved_hz / b.achieved_hz.max(f64::MIN_POSITIVE)
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! The scheduler's data structure: timer slots plus a min-heap of `(deadline, id, generation)`.
+//! No locks, no clocks, no wakers: the scheduler owns it behind its mutex.
+//!
+//! Cancelling or re-arming a timer does not search the heap: it bumps the slot's generation,
+//! which turns the old heap key into a tombstone that `pop_due` skips. Each slot has at most
+//! one live key, so the heap holds at most `live timers + tombstones` keys; tombstones are
+//! dropped as they reach the top, and [`TimerHeap::compact`] rebuilds when they dominate.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Index of a timer's slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct TimerId(pub(crate) usize);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    deadline: Instant,
+    id: TimerId,
+    generation: u64,
+}
+
+pub(crate) struct Slot<T> {
+    pub(crate) target: Arc<T>,
+    /// Next deadline; `None` while cancelled (the tombstone state) or after a one-shot fired.
+    pub(crate) deadline: Option<Instant>,
+    /// Zero for a one-shot timer.
+    pub(crate) period: Duration,
+    generation: u64,
+}
+
+/// One expiry taken off the heap.
+pub(crate) struct Expiry<T> {
+    pub(crate) target: Arc<T>,
+    /// The grid point this call stands for (the newest one not after `now`).
+    pub(crate) deadline: Instant,
+    /// Grid points skipped because the scheduler was late by more than a period.
+    pub(crate) skipped: u64,
+}
+
+pub(crate) struct TimerHeap<T> {
+    slots: Vec<Option<Slot<T>>>,
+    free: Vec<usize>,
+    keys: BinaryHeap<Reverse<Key>>,
+    live: usize,
+}
+
+impl<T> Default for TimerHeap<T> {
+    fn default() -> Self {
+        Self {
+            slots: Vec::new(),
+            free: Vec::new(),
+            keys: BinaryHeap::new(),
+            live: 0,
+        }
+    }
+}
+
+impl<T> TimerHeap<T> {
+    /// Adds a timer, armed for `deadline` unless `None`.
+    pub(crate) fn insert(
+        &mut self,
+        target: Arc<T>,
+        deadline: Option<Instant>,
+        period: Duration,
+    ) -> TimerId {
+        let slot = Slot {
+            target,
+            deadline: None,
+            period,
+            generation: 0,
+        };
+        let id = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(slot);
+                TimerId(i)
+            }
+            None => {
+                self.slots.push(Some(slot));
+                TimerId(self.slots.len() - 1)
+            }
+        };
+        self.live += 1;
+        self.arm(id, deadline);
+        id
+    }
+
+    /// Removes a timer entirely; its key becomes a tombstone.
+    pub(crate) fn remove(&mut self, id: TimerId) -> Option<Arc<T>> {
+        let slot = self.slots.get_mut(id.0)?.take()?;
+        self.free.push(id.0);
+        self.live -= 1;
+        Some(slot.target)
+    }
+
+    /// Re-arms (`Some`) or disarms (`None`, a tombstone that keeps the slot) a timer.
+    pub(crate) fn arm(&mut self, id: TimerId, deadline: Option<Instant>) {
+        let Some(Some(slot)) = self.slots.get_mut(id.0) else {
+            return;
+        };
+        slot.generation += 1;
+        slot.deadline = deadline;
+        if let Some(deadline) = deadline {
+            self.keys.push(Reverse(Key {
+                deadline,
+                id,
+                generation: slot.generation,
+            }));
+        }
+        if self.keys.len() > 64 && self.keys.len() > 4 * self.live {
+            self.compact();
+        }
+    }
+
+    pub(crate) fn set_period(&mut self, id: TimerId, period: Duration) {
+        if let Some(Some(slot)) = self.slots.get_mut(id.0) {
+            slot.period = period;
+        }
+    }
+
+    pub(crate) fn slot(&self, id: TimerId) -> Option<&Slot<T>> {
+        self.slots.get(id.0)?.as_ref()
+    }
+
+    fn is_live(&self, key: &Key) -> bool {
+        matches!(self.slots.get(key.id.0), Some(Some(s)) if s.generation == key.generation)
+    }
+
+    /// The earliest live deadline, dropping tombstones on the way.
+    pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
+        while let Some(Reverse(key)) = self.keys.peek() {
+            if self.is_live(key) {
+                return Some(key.deadline);
+            }
+            self.keys.pop();
+        }
+        None
+    }
+
+    /// Takes the earliest timer if its deadline is at or before `horizon`, advancing a
+    /// repeating timer to its next grid point after `now` (deadline + k·period: no drift, and no
+    /// burst after a stall).
+    pub(crate) fn pop_due(&mut self, horizon: Instant, now: Instant) -> Option<Expiry<T>> {
+        let deadline = self.next_deadline()?;
+        if deadline > horizon {
+            return None;
+        }
+        let Reverse(key) = self.keys.pop()?;
+        let slot = self.slots[key.id.0].as_mut()?;
+        let (fire_at, skipped, next) = if slot.period.is_zero() {
+            (deadline, 0, None)
+        } else if deadline >= now {
+            (deadline, 0, Some(deadline + slot.period))
+        } else {
+            let late = (now - deadline).as_nanos();
+            let k = (late / slot.period.as_nanos()) as u64;
+            let fire_at = deadline + mul(slot.period, k);
+            (fire_at, k, Some(fire_at + slot.period))
+        };
+        let target = slot.target.clone();
+        self.arm(key.id, next);
+        Some(Expiry {
+            target,
+            deadline: fire_at,
+            skipped,
+        })
+    }
+
+    /// Rebuilds the heap without tombstones.
+    fn compact(&mut self) {
+        let keys = std::mem::take(&mut self.keys);
+        self.keys = keys
+            .into_iter()
+            .filter(|Reverse(k)| self.is_live(k))
+            .collect();
+    }
+
+    #[cfg(test)]
+    pub(crate) fn key_count(&self) -> usize {
+        self.keys.len()
+    }
+}
+
+/// `period * k` for large `k` without overflowing `Duration * u32`.
+pub(crate) fn mul(period: Duration, k: u64) -> Duration {
+    Duration::from_nanos((period.as_nanos() as u64).saturating_mul(k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn repeating_deadlines_stay_on_the_grid() {
+        let t0 = Instant::now();
+        let mut heap = TimerHeap::default();
+        let id = heap.insert(Arc::new(()), Some(t0 + ms(10)), ms(10));
+        for k in 1..=1000u64 {
+            let e = heap
+                .pop_due(t0 + mul(ms(10), k), t0 + mul(ms(10), k))
+                .unwrap();
+            assert_eq!(e.deadline, t0 + mul(ms(10), k), "tick {k} drifted");
+            assert_eq!(e.skipped, 0);
+        }
+        assert_eq!(
+            heap.slot(id).unwrap().deadline,
+            Some(t0 + mul(ms(10), 1001))
+        );
+    }
+
+    #[test]
+    fn a_stall_skips_to_the_grid_instead_of_bursting() {
+        let t0 = Instant::now();
+        let mut heap = TimerHeap::default();
+        heap.insert(Arc::new(()), Some(t0 + ms(10)), ms(10));
+        let now = t0 + ms(55);
+        let e = heap.pop_due(now, now).unwrap();
+        assert_eq!(e.deadline, t0 + ms(50));
+        assert_eq!(e.skipped, 4);
+        assert!(heap.pop_due(now, now).is_none(), "burst after a stall");
+        assert_eq!(heap.next_deadline(), Some(t0 + ms(60)));
+    }
+
+    #[test]
+    fn cancel_leaves_a_tombstone_and_rearm_works() {
+        let t0 = Instant::now();
+        let mut heap = TimerHeap::default();
+        let a = heap.insert(Arc::new('a'), Some(t0 + ms(1)), ms(10));
+        let b = heap.insert(Arc::new('b'), Some(t0 + ms(2)), ms(10));
+        heap.arm(a, None);
+        assert_eq!(
+            heap.next_deadline(),
+            Some(t0 + ms(2)),
+            "cancelled head blocks the rest"
+        );
+        assert!(heap.slot(a).is_some(), "tombstone lost the slot");
+        heap.arm(a, Some(t0 + ms(3)));
+        let order: Vec<char> =
+            std::iter::from_fn(|| heap.pop_due(t0 + ms(5), t0 + ms(5)).map(|e| *e.target))
+                .collect();
+        assert_eq!(order, vec!['b', 'a']);
+        assert!(heap.remove(b).is_some());
+        assert!(heap.remove(b).is_none());
+    }
+
+    #[test]
+    fn one_shot_fires_once() {
+        let t0 = Instant::now();
+        let mut heap = TimerHeap::default();
+        let id = heap.insert(Arc::new(()), Some(t0), Duration::ZERO);
+        assert!(heap.pop_due(t0, t0).is_some());
+        assert!(heap.pop_due(t0 + ms(100), t0 + ms(100)).is_none());
+        assert_eq!(heap.slot(id).unwrap().deadline, None);
+    }
+
+    #[test]
+    fn ten_thousand_timers_fire_in_deadline_order() {
+        let t0 = Instant::now();
+        let mut heap = TimerHeap::default();
+        // Deadlines in a scrambled order.
+        for i in 0..10_000u64 {
+            let d = (i * 7919) % 10_000;
+            heap.insert(
+                Arc::new(d),
+                Some(t0 + Duration::from_micros(d)),
+                Duration::ZERO,
+            );
+        }
+        let end = t0 + ms(20);
+        let fired: Vec<u64> =
+            std::iter::from_fn(|| heap.pop_due(end, end).map(|e| *e.target)).collect();
+        assert_eq!(fired, (0..10_000).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn tombstones_are_compacted() {
+        let t0 = Instant::now();
+        let mut heap = TimerHeap::default();
+        let id = heap.insert(Arc::new(()), Some(t0 + ms(1000)), ms(1));
+        for i in 0..10_000 {
+            heap.arm(id, Some(t0 + ms(1000 + i)));
+        }
+        assert!(
+            heap.key_count() <= 65,
+            "{} keys for one timer",
+            heap.key_count()
+        );
+    }
+}

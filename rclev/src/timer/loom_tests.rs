@@ -1,0 +1,95 @@
+//! loom models of the scheduler's sleep/wake handshake. Run with
+//! `RUSTFLAGS="--cfg rclev_loom" cargo test --release --lib loom` (`.ci/run` does).
+//!
+//! loom's `Condvar::wait_timeout` never times out, so a waiter that misses a wake-up it needs
+//! blocks forever and loom reports the deadlock: each model passes only if every interleaving
+//! of "register a timer" with "decide to sleep, then sleep" ends with the tick delivered.
+
+use std::time::{Duration, Instant};
+
+use std::sync::Arc;
+
+use super::scheduler::{SchedulerCore, TimerTick};
+use super::TimerPrecision;
+use crate::executor::dispatch::EntityDispatch;
+use crate::executor::mailbox::Mailbox;
+use crate::sync::Ordering;
+
+fn tick() -> Arc<TimerTick> {
+    let mailbox = Arc::new(Mailbox::default());
+    Arc::new(TimerTick::new(EntityDispatch::unbound(mailbox)))
+}
+
+fn delivered(tick: &TimerTick) -> bool {
+    tick.due.load(Ordering::Acquire) != 0
+}
+
+/// The waiter starts with an empty heap (it will wait "forever") while a due timer is
+/// registered concurrently.
+#[test]
+fn loom_registration_racing_with_an_idle_waiter() {
+    loom::model(|| {
+        let core = Arc::new(SchedulerCore::new(TimerPrecision::low_cpu()));
+        let c = core.clone();
+        let waiter = loom::thread::spawn(move || c.run_while(|delivered| delivered == 0));
+        let t = tick();
+        core.insert(t.clone(), Some(Instant::now()), Duration::ZERO);
+        waiter.join().unwrap();
+        assert!(delivered(&t));
+    });
+}
+
+/// The waiter is going to sleep until a far deadline while an earlier timer is registered:
+/// the earlier registration must cut the sleep short.
+#[test]
+fn loom_earlier_registration_racing_with_a_timed_wait() {
+    loom::model(|| {
+        let core = Arc::new(SchedulerCore::new(TimerPrecision::low_cpu()));
+        let far = tick();
+        core.insert(
+            far.clone(),
+            Some(Instant::now() + Duration::from_secs(3600)),
+            Duration::ZERO,
+        );
+        let c = core.clone();
+        let waiter = loom::thread::spawn(move || c.run_while(|delivered| delivered == 0));
+        let near = tick();
+        core.insert(near.clone(), Some(Instant::now()), Duration::ZERO);
+        waiter.join().unwrap();
+        assert!(delivered(&near));
+        assert!(!delivered(&far));
+    });
+}
+
+/// A cancelled head plus a re-armed timer: the re-arm must be seen even though the cancel did
+/// not signal.
+#[test]
+fn loom_cancel_then_rearm_racing_with_the_waiter() {
+    loom::model(|| {
+        let core = Arc::new(SchedulerCore::new(TimerPrecision::low_cpu()));
+        let t = tick();
+        let id = core.insert(
+            t.clone(),
+            Some(Instant::now() + Duration::from_secs(3600)),
+            Duration::ZERO,
+        );
+        let c = core.clone();
+        let waiter = loom::thread::spawn(move || c.run_while(|delivered| delivered == 0));
+        core.arm(id, None);
+        core.arm(id, Some(Instant::now()));
+        waiter.join().unwrap();
+        assert!(delivered(&t));
+    });
+}
+
+/// Shutdown racing with the waiter going to sleep ends the thread.
+#[test]
+fn loom_shutdown_racing_with_the_waiter() {
+    loom::model(|| {
+        let core = Arc::new(SchedulerCore::new(TimerPrecision::low_cpu()));
+        let c = core.clone();
+        let waiter = loom::thread::spawn(move || c.run_while(|_| true));
+        core.shutdown();
+        waiter.join().unwrap();
+    });
+}

@@ -1,0 +1,426 @@
+//! Timers, driven by the executor's shared [`TimerScheduler`](scheduler::TimerScheduler).
+//!
+//! `node.create_timer_repeating(period, callback)` registers a timer with the scheduler thread,
+//! which hands each tick to the timer's worker through the same coalescing `EntityDispatch` as
+//! every other entity. The scheduler never waits for a callback: if the callback of the
+//! previous tick has not started when the next one is due, the new tick is dropped and
+//! counted ([`TimerInfo::missed_ticks`]). Deadlines advance on the grid
+//! `start + k·period`, so a timer that keeps up never drifts, and a stalled one skips to the
+//! next grid point instead of bursting.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub(crate) mod heap;
+pub(crate) mod scheduler;
+
+#[cfg(all(test, rclev_loom))]
+mod loom_tests;
+
+pub(crate) use scheduler::TimerScheduler;
+
+use crate::clock::{Clock, ClockType, Time};
+use crate::error::{Error, Result};
+use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
+use crate::node::{Callback, WorkerCore};
+use crate::sync::lock;
+use heap::TimerId;
+use scheduler::{SchedulerCore, TimerTick};
+
+/// The scheduler's precision/CPU trade-offs. The defaults aim at tick lateness of a few µs at a
+/// CPU cost of a few percent of a core per kHz; [`TimerPrecision::low_cpu`] gives up the
+/// busy-waits for ~60–120 µs lateness at near-zero CPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimerPrecision {
+    /// Timer slack the scheduler thread asks the kernel for (`PR_SET_TIMERSLACK`). Linux's
+    /// default of 50 µs makes every timed wait up to 50 µs late. Default 1 ns.
+    pub timer_slack: Duration,
+    /// At most this long the scheduler thread wakes before a hand-off and busy-waits the rest,
+    /// to hide its own wake-up latency. Within this cap it follows the wake-up overshoot it
+    /// observes, so a quiet machine spins only a few µs. Default 30 µs.
+    pub spin_before: Duration,
+    /// At most this long before its deadline a tick is handed to the worker, which busy-waits
+    /// to the deadline before calling back (a callback never starts early). This hides the
+    /// worker's wake-up latency (~15–35 µs here); within the cap, and a quarter of the shortest
+    /// timer period, the lead adapts to how early workers actually arrive. Default 40 µs.
+    pub handoff_lead: Duration,
+}
+
+impl Default for TimerPrecision {
+    fn default() -> Self {
+        Self {
+            timer_slack: Duration::from_nanos(1),
+            spin_before: Duration::from_micros(30),
+            handoff_lead: Duration::from_micros(40),
+        }
+    }
+}
+
+impl TimerPrecision {
+    /// No busy-waiting anywhere: the cheapest setting, with lateness of the order of the
+    /// wake-up latencies.
+    pub fn low_cpu() -> Self {
+        Self {
+            timer_slack: Duration::from_nanos(1),
+            spin_before: Duration::ZERO,
+            handoff_lead: Duration::ZERO,
+        }
+    }
+}
+
+/// Which clock a timer follows, and its period.
+///
+/// ```
+/// use rclev::{IntoTimerOptions, ClockType};
+/// use std::time::Duration;
+/// let opts = Duration::from_millis(10).node_time();
+/// assert_eq!(opts.clock, ClockType::RosTime);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimerOptions {
+    /// The period (for a one-shot: the delay).
+    pub period: Duration,
+    /// The clock whose time the timer reports. Default: steady.
+    pub clock: ClockType,
+}
+
+impl TimerOptions {
+    /// Options for `period` on the steady clock.
+    pub fn new(period: Duration) -> Self {
+        Self {
+            period,
+            clock: ClockType::SteadyTime,
+        }
+    }
+}
+
+/// Conversion into [`TimerOptions`]: a bare `Duration` or options, with clock choices chained.
+pub trait IntoTimerOptions: Sized {
+    /// Converts.
+    fn into_timer_options(self) -> TimerOptions;
+    /// Use the steady clock (the default).
+    fn steady_time(self) -> TimerOptions {
+        self.clock(ClockType::SteadyTime)
+    }
+    /// Use the system clock.
+    fn system_time(self) -> TimerOptions {
+        self.clock(ClockType::SystemTime)
+    }
+    /// Use the node's ROS time.
+    fn node_time(self) -> TimerOptions {
+        self.clock(ClockType::RosTime)
+    }
+    /// Use this clock type.
+    fn clock(self, clock: ClockType) -> TimerOptions {
+        let mut o = self.into_timer_options();
+        o.clock = clock;
+        o
+    }
+}
+
+impl IntoTimerOptions for TimerOptions {
+    fn into_timer_options(self) -> TimerOptions {
+        self
+    }
+}
+
+impl IntoTimerOptions for Duration {
+    fn into_timer_options(self) -> TimerOptions {
+        TimerOptions::new(self)
+    }
+}
+
+/// What a timer callback is told about its call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerInfo {
+    /// When this call was due (a point on the timer's grid), on the timer's clock.
+    pub expected_call_time: Time,
+    /// When the callback actually started, on the timer's clock.
+    pub actual_call_time: Time,
+    /// Ticks dropped since the previous call because they were late (the callback or the
+    /// system could not keep up).
+    pub missed_ticks: u64,
+}
+
+impl TimerInfo {
+    /// How late the call started.
+    pub fn lateness(&self) -> Duration {
+        self.actual_call_time
+            .duration_since(self.expected_call_time)
+            .unwrap_or_default()
+    }
+}
+
+/// A timer callback, made from a closure by [`IntoTimerCallback`].
+pub struct TimerCallback(pub(crate) Callback<TimerInfo>);
+
+/// Closures usable as timer callbacks: `FnMut()` or `FnMut(TimerInfo)`.
+pub trait IntoTimerCallback<Args> {
+    /// Converts.
+    fn into_timer_callback(self) -> TimerCallback;
+}
+
+impl<F: FnMut() + Send + 'static> IntoTimerCallback<()> for F {
+    fn into_timer_callback(mut self) -> TimerCallback {
+        TimerCallback(Callback::plain(move |_info: TimerInfo| self()))
+    }
+}
+
+impl<F: FnMut(TimerInfo) + Send + 'static> IntoTimerCallback<TimerInfo> for F {
+    fn into_timer_callback(self) -> TimerCallback {
+        TimerCallback(Callback::plain(self))
+    }
+}
+
+impl TimerCallback {
+    /// A callback that gets the worker's payload.
+    pub(crate) fn with_payload<P: 'static>(
+        f: impl FnMut(&mut P, TimerInfo) + Send + 'static,
+    ) -> Self {
+        Self(Callback::with_payload(f))
+    }
+    /// An async callback.
+    pub(crate) fn asynchronous<Fut: Future<Output = ()> + Send + 'static>(
+        f: impl FnMut(TimerInfo) -> Fut + Send + 'static,
+    ) -> Self {
+        Self(Callback::asynchronous(f))
+    }
+}
+
+const MODE_REPEATING: u8 = 0;
+const MODE_ONESHOT: u8 = 1;
+const MODE_INERT: u8 = 2;
+
+/// A timer. Dropping the last handle removes it from the scheduler first, so no tick is
+/// delivered afterwards.
+pub struct TimerState {
+    tick: Arc<TimerTick>,
+    id: TimerId,
+    sched: Arc<SchedulerCore>,
+    callback: Mutex<Option<Callback<TimerInfo>>>,
+    mode: AtomicU8,
+    period: Duration,
+    clock: Clock,
+    canceled: AtomicBool,
+    /// Start of the last callback (or creation), as nanoseconds since the scheduler's epoch.
+    last_call: AtomicU64,
+    worker: Arc<WorkerCore>,
+}
+
+/// A shared handle to a timer.
+pub type Timer = Arc<TimerState>;
+
+pub(crate) enum TimerKind {
+    Repeating(TimerCallback),
+    OneShot(TimerCallback),
+    Inert,
+}
+
+pub(crate) fn create_timer(
+    worker: &Arc<WorkerCore>,
+    options: impl IntoTimerOptions,
+    kind: TimerKind,
+) -> Result<Timer> {
+    let options = options.into_timer_options();
+    let (mode, callback) = match kind {
+        TimerKind::Repeating(cb) => (MODE_REPEATING, Some(cb.0)),
+        TimerKind::OneShot(cb) => (MODE_ONESHOT, Some(cb.0)),
+        TimerKind::Inert => (MODE_INERT, None),
+    };
+    if mode != MODE_ONESHOT && options.period.is_zero() {
+        return Err(Error::InvalidPeriod(options.period));
+    }
+    let sched = worker.exec.timers.core.clone();
+    let dispatch = EntityDispatch::unbound(worker.mailbox.clone());
+    let tick = Arc::new(TimerTick::new(dispatch.clone()));
+    let heap_period = if mode == MODE_ONESHOT {
+        Duration::ZERO
+    } else {
+        options.period
+    };
+    // Registered disarmed; armed once the entity exists and its dispatch is bound.
+    let id = sched.insert(tick.clone(), None, heap_period);
+    let now = Instant::now();
+    let timer = Arc::new(TimerState {
+        tick,
+        id,
+        sched: sched.clone(),
+        callback: Mutex::new(callback),
+        mode: AtomicU8::new(mode),
+        period: options.period,
+        clock: Clock::from_type(options.clock),
+        canceled: AtomicBool::new(false),
+        last_call: AtomicU64::new(now.saturating_duration_since(sched.epoch).as_nanos() as u64),
+        worker: worker.clone(),
+    });
+    let entity: Arc<dyn Executable> = timer.clone();
+    dispatch.bind(Arc::downgrade(&entity), false);
+    sched.arm(id, Some(now + options.period));
+    Ok(timer)
+}
+
+impl TimerState {
+    /// Restarts the period from now (re-arming a cancelled or spent timer).
+    pub fn reset(&self) {
+        self.canceled.store(false, Ordering::Release);
+        self.sched.arm(self.id, Some(Instant::now() + self.period));
+    }
+
+    /// Stops the timer until [`reset`](Self::reset). A tick already handed to the worker is
+    /// dropped too.
+    pub fn cancel(&self) {
+        self.canceled.store(true, Ordering::Release);
+        self.sched.arm(self.id, None);
+    }
+
+    /// Whether the timer is cancelled.
+    pub fn is_canceled(&self) -> bool {
+        self.canceled.load(Ordering::Acquire)
+    }
+
+    /// The period.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// The clock the timer reports times on.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Time until the next tick; zero if one is due; `None` if cancelled or a spent one-shot.
+    pub fn time_until_next_call(&self) -> Option<Duration> {
+        self.sched
+            .deadline(self.id)
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Time since the last callback started (or since the timer was created).
+    pub fn time_since_last_call(&self) -> Duration {
+        let last = self.sched.epoch + Duration::from_nanos(self.last_call.load(Ordering::Acquire));
+        Instant::now().saturating_duration_since(last)
+    }
+
+    /// Ticks dropped over the timer's life (late or coalesced).
+    pub fn dropped_ticks(&self) -> u64 {
+        self.tick.dropped_total.load(Ordering::Relaxed)
+    }
+
+    /// Whether this is a one-shot timer.
+    pub fn is_oneshot(&self) -> bool {
+        self.mode.load(Ordering::Acquire) == MODE_ONESHOT
+    }
+
+    /// Whether this timer is inert (keeps its schedule but calls nothing).
+    pub fn is_inert(&self) -> bool {
+        self.mode.load(Ordering::Acquire) == MODE_INERT
+    }
+
+    /// Makes this a repeating timer with `callback`; a spent one-shot is re-armed.
+    pub fn set_repeating<Args>(&self, callback: impl IntoTimerCallback<Args>) {
+        self.change(MODE_REPEATING, Some(callback.into_timer_callback().0));
+    }
+
+    /// Makes this a one-shot timer with `callback`: it fires at its next deadline, then stops.
+    pub fn set_oneshot<Args>(&self, callback: impl IntoTimerCallback<Args>) {
+        self.change(MODE_ONESHOT, Some(callback.into_timer_callback().0));
+    }
+
+    /// Makes this timer inert: it keeps its schedule but calls nothing.
+    pub fn set_inert(&self) {
+        self.change(MODE_INERT, None);
+    }
+
+    fn change(&self, mode: u8, callback: Option<Callback<TimerInfo>>) {
+        *lock(&self.callback) = callback;
+        self.mode.store(mode, Ordering::Release);
+        let period = if mode == MODE_ONESHOT {
+            Duration::ZERO
+        } else {
+            self.period
+        };
+        let deadline = match self.sched.deadline(self.id) {
+            Some(d) => Some(d),
+            None if self.is_canceled() => None,
+            None => Some(Instant::now() + self.period),
+        };
+        self.sched.rearm_with_period(self.id, period, deadline);
+    }
+
+    fn time_on_clock(&self, at: Instant, now: Instant, clock_now: Time) -> Time {
+        if clock_now.clock_type == ClockType::SteadyTime {
+            // `Instant` reads CLOCK_MONOTONIC too: map through the fixed epoch, so grid points
+            // stay exact multiples of the period apart.
+            return Time {
+                nanos: self.sched.epoch_steady_ns
+                    + at.saturating_duration_since(self.sched.epoch).as_nanos() as i64,
+                clock_type: ClockType::SteadyTime,
+            };
+        }
+        let back = now.saturating_duration_since(at).as_nanos() as i64;
+        let ahead = at.saturating_duration_since(now).as_nanos() as i64;
+        Time {
+            nanos: clock_now.nanos - back + ahead,
+            clock_type: clock_now.clock_type,
+        }
+    }
+}
+
+impl Executable for TimerState {
+    fn execute(&self, cx: &mut ExecContext<'_>) {
+        let stamp = self.tick.due.swap(0, Ordering::AcqRel);
+        if stamp == 0 || self.is_canceled() {
+            return;
+        }
+        let expected = self.sched.epoch + Duration::from_nanos(stamp - 1);
+        // Ticks may be handed over up to `handoff_lead` early; never call back before the
+        // deadline.
+        let mut now = Instant::now();
+        let early = expected.saturating_duration_since(now).as_nanos() as i64
+            - now.saturating_duration_since(expected).as_nanos() as i64;
+        self.sched.worker_arrived(early);
+        while now < expected {
+            std::hint::spin_loop();
+            now = Instant::now();
+        }
+        self.last_call.store(
+            now.saturating_duration_since(self.sched.epoch).as_nanos() as u64,
+            Ordering::Release,
+        );
+        let missed = self.tick.missed.swap(0, Ordering::AcqRel);
+        let mut callback = lock(&self.callback);
+        let Some(callback) = callback.as_mut() else {
+            return;
+        };
+        let clock_now = self.clock.now();
+        let info = TimerInfo {
+            expected_call_time: self.time_on_clock(expected, now, clock_now),
+            actual_call_time: self.time_on_clock(now, now, clock_now),
+            missed_ticks: missed,
+        };
+        callback.call(cx, "timer", &self.worker.exec, info);
+    }
+
+    fn dispatch(&self) -> &EntityDispatch {
+        &self.tick.dispatch
+    }
+}
+
+impl Drop for TimerState {
+    fn drop(&mut self) {
+        // First, so the scheduler thread can no longer pick this timer up.
+        self.sched.remove(self.id);
+    }
+}
+
+impl std::fmt::Debug for TimerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timer")
+            .field("period", &self.period)
+            .field("clock", &self.clock.clock_type())
+            .field("canceled", &self.is_canceled())
+            .finish()
+    }
+}

@@ -1,0 +1,447 @@
+//! The shared timer scheduler: one OS thread per executor that sleeps on a condition variable
+//! until the earliest deadline and hands each tick to its timer's `EntityDispatch`.
+//!
+//! # Ground rules
+//!
+//! - `SchedState` (the heap, the waiter's intent, the shutdown flag) is only touched under
+//!   `SchedulerCore::state`. User calls (`reset`, `cancel`, drop) take that lock briefly; the
+//!   scheduler thread holds it while it pops due timers and decides how to wait, and never
+//!   while it delivers ticks or spins.
+//! - Ticks are delivered after the lock is dropped, so a worker woken by a tick never wakes into
+//!   a held scheduler lock, and a slow mailbox push never delays `reset()` callers.
+//!
+//! # The sleep/wake handshake
+//!
+//! Before waiting, the thread records under the lock *how* it waits in `SchedState::waiter`
+//! (`Forever`, or `Until(t)`) and snapshots `generation`. A registrant that arms a deadline
+//! needing a wake-up earlier than `t` bumps `generation` and notifies the condvar — under the
+//! same lock. Because the decision ("the earliest deadline is d, so sleep until t") and the
+//! condvar wait happen under one lock acquisition, a registration cannot land between them;
+//! the wait loop re-checks `generation` (the predicate) after every return, so spurious or
+//! early returns are harmless and a notification that came before the wait began is not lost.
+//!
+//! The one phase without the lock is the final busy-wait just before a deadline (see
+//! [`TimerPrecision::spin_before`]): there the thread polls `generation` itself, so an earlier
+//! registration during the spin is seen within one loop iteration. Registrants only signal
+//! when the new deadline beats the waiter's target (`waiter == Busy` means the thread will
+//! re-examine the heap anyway), which keeps `reset()` on a busy executor from costing a futex
+//! wake each.
+//!
+//! `tests/loom` models (see `loom_tests` below) check that a registration racing with the
+//! waiter going to sleep is always seen.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::heap::{Expiry, TimerHeap, TimerId};
+use super::TimerPrecision;
+use crate::executor::dispatch::EntityDispatch;
+use crate::sync::{model_lock as lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+
+/// What the scheduler hands a timer entity.
+pub(crate) struct TimerTick {
+    pub(crate) dispatch: Arc<EntityDispatch>,
+    /// The undelivered tick's deadline as nanoseconds since the scheduler's epoch, plus one;
+    /// zero when no tick is waiting for the callback. Set by the scheduler (only from zero),
+    /// taken by the worker (swap to zero).
+    pub(crate) due: AtomicU64,
+    /// Ticks dropped since the callback last ran (late or coalesced).
+    pub(crate) missed: AtomicU64,
+    /// Ticks dropped over the timer's life.
+    pub(crate) dropped_total: AtomicU64,
+}
+
+impl TimerTick {
+    pub(crate) fn new(dispatch: Arc<EntityDispatch>) -> Self {
+        Self {
+            dispatch,
+            due: AtomicU64::new(0),
+            missed: AtomicU64::new(0),
+            dropped_total: AtomicU64::new(0),
+        }
+    }
+
+    fn drop_ticks(&self, n: u64) {
+        self.missed.fetch_add(n, Ordering::Relaxed);
+        self.dropped_total.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waiter {
+    /// Examining the heap or delivering: it will look again before it waits.
+    Busy,
+    /// Waiting (or spinning) until this instant.
+    Until(Instant),
+    /// Waiting with no timer armed.
+    Forever,
+}
+
+struct SchedState {
+    heap: TimerHeap<TimerTick>,
+    waiter: Waiter,
+    shutdown: bool,
+}
+
+pub(crate) struct SchedulerCore {
+    state: Mutex<SchedState>,
+    wake: Condvar,
+    /// Bumped, under `state`, whenever the waiter must re-examine the heap.
+    generation: AtomicU64,
+    wakeups: AtomicU64,
+    /// Current hand-off lead in ns, adapted by [`Self::worker_arrived`] within `lead_cap_ns`.
+    lead_ns: AtomicU64,
+    /// `precision.handoff_lead`, lowered by [`Self::fit_lead`] for short periods.
+    lead_cap_ns: AtomicU64,
+    /// Current busy-wait before a hand-off in ns, adapted by [`Self::woke_late_by`].
+    spin_ns: AtomicU64,
+    pub(crate) epoch: Instant,
+    /// `CLOCK_MONOTONIC` at `epoch`, to report steady times exactly on the grid.
+    pub(crate) epoch_steady_ns: i64,
+    precision: TimerPrecision,
+}
+
+impl SchedulerCore {
+    pub(crate) fn new(precision: TimerPrecision) -> Self {
+        Self {
+            state: Mutex::new(SchedState {
+                heap: TimerHeap::default(),
+                waiter: Waiter::Busy,
+                shutdown: false,
+            }),
+            wake: Condvar::new(),
+            generation: AtomicU64::new(0),
+            wakeups: AtomicU64::new(0),
+            lead_ns: AtomicU64::new(precision.handoff_lead.as_nanos() as u64),
+            lead_cap_ns: AtomicU64::new(precision.handoff_lead.as_nanos() as u64),
+            spin_ns: AtomicU64::new(precision.spin_before.as_nanos() as u64),
+            epoch: Instant::now(),
+            epoch_steady_ns: crate::clock::steady_nanos(),
+            precision,
+        }
+    }
+
+    /// How early ticks are handed to workers. Never more than a quarter of the shortest
+    /// period: a tick handed over while the worker still waits for the previous deadline
+    /// would find that tick pending and be dropped.
+    fn lead(&self) -> Duration {
+        Duration::from_nanos(self.lead_ns.load(Ordering::Relaxed))
+    }
+
+    /// When the thread wants to be awake for a deadline: early enough to spin up to the
+    /// hand-off point.
+    fn wake_for(&self, deadline: Instant) -> Instant {
+        let early = self.lead() + Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed));
+        deadline.checked_sub(early).unwrap_or(deadline)
+    }
+
+    /// Shrinks the hand-off lead's cap for a timer with a short period (see [`Self::lead`]).
+    fn fit_lead(&self, period: Duration) {
+        if !period.is_zero() {
+            let cap = (period / 2).as_nanos() as u64;
+            self.lead_cap_ns.fetch_min(cap, Ordering::Relaxed);
+            self.lead_ns.fetch_min(cap, Ordering::Relaxed);
+        }
+    }
+
+    /// Feedback from a worker that started a tick `early_ns` before its deadline (negative:
+    /// after it). The lead grows at once by any lateness and shrinks slowly while workers
+    /// arrive with time to spare, so it settles just above the typical worker wake-up latency
+    /// instead of spinning the full configured lead on every tick.
+    pub(crate) fn worker_arrived(&self, early_ns: i64) {
+        const TARGET: i64 = 2_000;
+        let lead = self.lead_ns.load(Ordering::Relaxed) as i64;
+        let cap = self.lead_cap_ns.load(Ordering::Relaxed) as i64;
+        let next = if early_ns < TARGET / 2 {
+            lead + (TARGET - early_ns)
+        } else {
+            lead - (early_ns - TARGET) / 16
+        };
+        self.lead_ns
+            .store(next.clamp(0, cap) as u64, Ordering::Relaxed);
+    }
+
+    /// Feedback on the scheduler's own timed waits: `overshoot` past the requested wake-up.
+    /// The busy-wait before each hand-off follows the overshoot the same way (up at once, down
+    /// slowly), capped by `precision.spin_before`.
+    fn woke_late_by(&self, overshoot: Duration) {
+        let cap = self.precision.spin_before.as_nanos() as i64;
+        let spin = self.spin_ns.load(Ordering::Relaxed) as i64;
+        let sample = overshoot.as_nanos() as i64 + 2_000;
+        let next = if sample > spin {
+            sample
+        } else {
+            spin - (spin - sample) / 16
+        };
+        self.spin_ns
+            .store(next.clamp(0, cap) as u64, Ordering::Relaxed);
+    }
+
+    fn kick_if_earlier(&self, state: &mut SchedState, deadline: Instant) {
+        let kick = match state.waiter {
+            Waiter::Busy => false,
+            Waiter::Forever => true,
+            Waiter::Until(t) => self.wake_for(deadline) < t,
+        };
+        if kick {
+            state.waiter = Waiter::Busy;
+            self.generation.fetch_add(1, Ordering::Release);
+            self.wake.notify_one();
+        }
+    }
+
+    pub(crate) fn insert(
+        &self,
+        tick: Arc<TimerTick>,
+        deadline: Option<Instant>,
+        period: Duration,
+    ) -> TimerId {
+        self.fit_lead(period);
+        let mut state = lock(&self.state);
+        let id = state.heap.insert(tick, deadline, period);
+        if let Some(d) = deadline {
+            self.kick_if_earlier(&mut state, d);
+        }
+        id
+    }
+
+    /// Re-arms (`Some`) or cancels (`None`, keeping the slot as a tombstone).
+    pub(crate) fn arm(&self, id: TimerId, deadline: Option<Instant>) {
+        let mut state = lock(&self.state);
+        state.heap.arm(id, deadline);
+        if let Some(d) = deadline {
+            self.kick_if_earlier(&mut state, d);
+        }
+    }
+
+    /// Changes the period and re-arms in one step.
+    pub(crate) fn rearm_with_period(
+        &self,
+        id: TimerId,
+        period: Duration,
+        deadline: Option<Instant>,
+    ) {
+        self.fit_lead(period);
+        let mut state = lock(&self.state);
+        state.heap.set_period(id, period);
+        state.heap.arm(id, deadline);
+        if let Some(d) = deadline {
+            self.kick_if_earlier(&mut state, d);
+        }
+    }
+
+    /// Removes a timer. After this returns the scheduler holds no entry for it and will not
+    /// start delivering a new tick for it.
+    pub(crate) fn remove(&self, id: TimerId) {
+        lock(&self.state).heap.remove(id);
+    }
+
+    /// The timer's next deadline (`None` if cancelled or a spent one-shot).
+    pub(crate) fn deadline(&self, id: TimerId) -> Option<Instant> {
+        lock(&self.state).heap.slot(id).and_then(|s| s.deadline)
+    }
+
+    pub(crate) fn wakeups(&self) -> u64 {
+        self.wakeups.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn shutdown(&self) {
+        let mut state = lock(&self.state);
+        state.shutdown = true;
+        self.generation.fetch_add(1, Ordering::Release);
+        self.wake.notify_all();
+    }
+
+    /// Hands one expiry to its timer. Runs without the scheduler lock.
+    fn deliver(&self, expiry: Expiry<TimerTick>) {
+        let tick = &expiry.target;
+        if expiry.skipped > 0 {
+            tick.drop_ticks(expiry.skipped);
+        }
+        let stamp = expiry
+            .deadline
+            .saturating_duration_since(self.epoch)
+            .as_nanos() as u64
+            + 1;
+        if tick
+            .due
+            .compare_exchange(0, stamp, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            tick.dispatch.notify();
+        } else {
+            // The previous tick's callback has not started: drop this one (no backlog).
+            tick.drop_ticks(1);
+        }
+    }
+
+    /// Pops everything due for hand-off at `now` into `due`.
+    fn collect_due(&self, state: &mut SchedState, now: Instant, due: &mut Vec<Expiry<TimerTick>>) {
+        let horizon = now + self.lead();
+        while let Some(e) = state.heap.pop_due(horizon, now) {
+            due.push(e);
+        }
+    }
+
+    /// Waits as the heap says: forever, until shortly before the head's deadline, or (when it
+    /// is that close already) spinning without the lock up to the hand-off point. Returns with
+    /// the lock held and `waiter == Busy`.
+    fn wait<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, SchedState>,
+        now: Instant,
+    ) -> MutexGuard<'a, SchedState> {
+        let seen = self.generation.load(Ordering::Acquire);
+        let changed = || self.generation.load(Ordering::Acquire) != seen;
+        match state.heap.next_deadline() {
+            None => {
+                state.waiter = Waiter::Forever;
+                while !changed() && !state.shutdown {
+                    state = self.wake.wait(state).unwrap_or_else(|p| p.into_inner());
+                }
+                self.wakeups.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(deadline) => {
+                let wake_at = self.wake_for(deadline);
+                if wake_at > now {
+                    state.waiter = Waiter::Until(wake_at);
+                    loop {
+                        let now = Instant::now();
+                        if changed() || state.shutdown {
+                            break;
+                        }
+                        if now >= wake_at {
+                            self.woke_late_by(now - wake_at);
+                            break;
+                        }
+                        state = self
+                            .wake
+                            .wait_timeout(state, wake_at - now)
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0;
+                    }
+                    self.wakeups.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    let handoff = deadline.checked_sub(self.lead()).unwrap_or(deadline);
+                    state.waiter = Waiter::Until(handoff);
+                    drop(state);
+                    while Instant::now() < handoff && !changed() {
+                        spin_hint();
+                    }
+                    state = lock(&self.state);
+                }
+            }
+        }
+        state.waiter = Waiter::Busy;
+        state
+    }
+
+    /// The scheduler thread's body.
+    pub(crate) fn run(&self) {
+        set_thread_timer_slack(self.precision.timer_slack);
+        self.run_while(|_| true);
+    }
+
+    /// The scheduler loop, until shutdown or until `keep_going(ticks delivered so far)` says
+    /// stop (the loom models stop after the tick they wait for).
+    pub(crate) fn run_while(&self, mut keep_going: impl FnMut(u64) -> bool) {
+        let mut due: Vec<Expiry<TimerTick>> = Vec::new();
+        let mut delivered = 0;
+        let mut state = lock(&self.state);
+        while !state.shutdown && keep_going(delivered) {
+            let now = Instant::now();
+            self.collect_due(&mut state, now, &mut due);
+            if !due.is_empty() {
+                drop(state);
+                for expiry in due.drain(..) {
+                    self.deliver(expiry);
+                    delivered += 1;
+                }
+                state = lock(&self.state);
+                continue;
+            }
+            state = self.wait(state, now);
+        }
+    }
+}
+
+#[cfg(not(rclev_loom))]
+fn spin_hint() {
+    std::hint::spin_loop();
+}
+
+#[cfg(rclev_loom)]
+fn spin_hint() {
+    loom::thread::yield_now();
+}
+
+/// Sets the calling thread's timer slack (Linux `PR_SET_TIMERSLACK`): how late the kernel may
+/// fire this thread's timed waits to batch wake-ups. The default 50 µs directly adds to every
+/// tick's lateness.
+fn set_thread_timer_slack(slack: Duration) {
+    #[cfg(target_os = "linux")]
+    {
+        // Zero would mean "reset to the default" to the kernel.
+        let ns = (slack.as_nanos() as libc::c_ulong).max(1);
+        // SAFETY: PR_SET_TIMERSLACK takes an integer argument and affects only the calling
+        // thread; it cannot fail in a way that leaves memory in a bad state.
+        unsafe {
+            libc::prctl(
+                libc::PR_SET_TIMERSLACK,
+                ns,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = slack;
+}
+
+/// The executor's scheduler: the core plus its thread.
+pub(crate) struct TimerScheduler {
+    pub(crate) core: Arc<SchedulerCore>,
+    thread: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+impl TimerScheduler {
+    pub(crate) fn start(precision: TimerPrecision) -> std::io::Result<Self> {
+        let core = Arc::new(SchedulerCore::new(precision));
+        let c = core.clone();
+        let thread = std::thread::Builder::new()
+            .name("rclev-timers".into())
+            .spawn(move || c.run())?;
+        Ok(Self {
+            core,
+            thread: std::sync::Mutex::new(Some(thread)),
+        })
+    }
+
+    pub(crate) fn shutdown(&self) {
+        self.core.shutdown();
+    }
+
+    /// Stops the thread and waits for it to exit.
+    pub(crate) fn join(&self) {
+        self.core.shutdown();
+        let handle = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+
+    pub(crate) fn wakeups(&self) -> u64 {
+        self.core.wakeups()
+    }
+
+    /// Whether the thread has exited.
+    pub(crate) fn has_exited(&self) -> bool {
+        self.thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_none_or(|h| h.is_finished())
+    }
+}

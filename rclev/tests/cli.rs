@@ -1,0 +1,119 @@
+//! The `rclev` binary: the benchmarks' machine-readable output and the demo.
+
+use std::process::Command;
+
+fn rclev() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rclev"))
+}
+
+fn rows(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).expect("the benchmark wrote its JSON");
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+#[test]
+fn bench_timers_writes_rows_and_a_plot() {
+    let dir = std::env::temp_dir().join(format!("rclev-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, plot) = (dir.join("timers.json"), dir.join("timers.png"));
+    let status = rclev()
+        .args([
+            "bench", "timers", "--rates", "500,2000", "--secs", "0.3", "--json",
+        ])
+        .arg(&json)
+        .arg("--plot")
+        .arg(&plot)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rows = rows(&json);
+    assert_eq!(rows.len(), 2 * 4);
+    for variant in ["rclev", "reference", "per-task", "tokio-interval"] {
+        assert!(
+            rows.iter().any(|r| r["variant"] == variant),
+            "no {variant} row"
+        );
+    }
+    for r in &rows {
+        for key in [
+            "timers",
+            "target_hz",
+            "achieved_hz",
+            "percent",
+            "dropped",
+            "late_p50_us",
+            "late_p99_us",
+            "cpu_cores",
+        ] {
+            assert!(r.get(key).is_some(), "row lacks {key}: {r}");
+        }
+        assert!(r["achieved_hz"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let png = std::fs::read(&plot).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bench_pubsub_writes_rows() {
+    let json = std::env::temp_dir().join(format!("rclev-pubsub-{}.json", std::process::id()));
+    let status = rclev()
+        .args([
+            "bench",
+            "pubsub",
+            "--messages",
+            "20000",
+            "--secs",
+            "0.2",
+            "--json",
+        ])
+        .arg(&json)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rows = rows(&json);
+    let variants: Vec<_> = rows
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(variants, ["rclev", "tokio-mpsc"]);
+    for r in &rows {
+        assert!(r["msgs_per_s"].as_f64().unwrap() > 0.0);
+        assert!(r["p50_us"].as_f64().unwrap() > 0.0);
+        assert!(r["p99_us"].as_f64().unwrap() >= r["p50_us"].as_f64().unwrap());
+    }
+    std::fs::remove_file(&json).ok();
+}
+
+#[test]
+fn demo_talker_listener_hears_what_was_said() {
+    let out = rclev()
+        .args(["demo", "talker-listener", "--secs", "0.5", "--rate", "20"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("I heard: 'Hello World: 1'"), "{stdout}");
+    let last = stdout.lines().last().unwrap();
+    let nums: Vec<u64> = last
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    assert_eq!(nums.len(), 2, "{last}");
+    assert_eq!(nums[0], nums[1], "sent and received differ: {last}");
+}
+
+#[test]
+fn bad_arguments_are_errors_not_panics() {
+    let out = rclev()
+        .args(["bench", "timers", "--rates", "-5"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let out = rclev()
+        .args(["bench", "timers", "--variants", "nope", "--secs", "0.1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown variant"));
+}

@@ -1,0 +1,393 @@
+//! Timers on the shared scheduler.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{count_to, spin_until};
+use rclev::{ClockType, Context, Error, IntoTimerOptions, SpinOptions, TimerInfo};
+use tokio::sync::Semaphore;
+
+fn spin_for(executor: &rclev::Executor, d: Duration) {
+    let errors = executor.spin(SpinOptions::default().timeout(d));
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+#[test]
+fn ticks_stay_on_the_grid_without_drift() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("grid").unwrap();
+    let period = Duration::from_millis(2);
+    let infos = Arc::new(Mutex::new(Vec::<TimerInfo>::new()));
+    let sem = Arc::new(Semaphore::new(0));
+    let (i, s) = (infos.clone(), sem.clone());
+    let _timer = node
+        .create_timer_repeating(period, move |info: TimerInfo| {
+            i.lock().unwrap().push(info);
+            s.add_permits(1);
+        })
+        .unwrap();
+    spin_until(&executor, count_to(&sem, 100));
+    let infos = infos.lock().unwrap();
+    let first = infos[0].expected_call_time;
+    assert_eq!(first.clock_type, ClockType::SteadyTime);
+    for info in infos.iter() {
+        let offset = info.expected_call_time.nanos - first.nanos;
+        assert_eq!(
+            offset % period.as_nanos() as i64,
+            0,
+            "tick off the grid by {offset} ns"
+        );
+        assert!(
+            info.actual_call_time >= info.expected_call_time,
+            "a callback started early"
+        );
+    }
+    // Nothing was skipped on an idle machine unless reported as missed.
+    let last = infos.last().unwrap().expected_call_time.nanos;
+    let steps = (last - first.nanos) / period.as_nanos() as i64;
+    let missed: u64 = infos.iter().map(|i| i.missed_ticks).sum();
+    assert_eq!(
+        steps as u64 + 1,
+        infos.len() as u64 + missed,
+        "ticks vanished without a count"
+    );
+}
+
+#[test]
+fn slow_callback_coalesces_and_reports_missed_ticks() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("slow").unwrap();
+    let period = Duration::from_millis(2);
+    let slow = Arc::new(AtomicBool::new(true));
+    let calls = Arc::new(Mutex::new(Vec::<(Instant, TimerInfo)>::new()));
+    let (sl, c) = (slow.clone(), calls.clone());
+    let timer = node
+        .create_timer_repeating(period, move |info: TimerInfo| {
+            c.lock().unwrap().push((Instant::now(), info));
+            if sl.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(7));
+            }
+        })
+        .unwrap();
+    spin_for(&executor, Duration::from_millis(150));
+    slow.store(false, Ordering::SeqCst);
+    let switched = Instant::now();
+    spin_for(&executor, Duration::from_millis(30));
+    let calls = calls.lock().unwrap();
+    let slow_calls: Vec<_> = calls.iter().filter(|(t, _)| *t < switched).collect();
+    assert!(slow_calls.len() >= 5);
+    // Each slow call after the first reports the ticks it displaced: at ~7 ms per call and a
+    // 2 ms period, at least two per call.
+    for (_, info) in &slow_calls[1..] {
+        assert!(
+            info.missed_ticks >= 2,
+            "missed ticks not reported: {info:?}"
+        );
+    }
+    assert!(timer.dropped_ticks() >= 2 * (slow_calls.len() as u64 - 1));
+    // No backlog: once the callback is fast, calls come at the timer's pace, not in a burst of
+    // queued ticks. In the first 4 ms after the switch there can be at most the one tick that
+    // was pending plus two on the grid.
+    let burst = calls
+        .iter()
+        .filter(|(t, _)| *t >= switched && *t < switched + Duration::from_millis(4))
+        .count();
+    assert!(burst <= 3, "{burst} calls in 4 ms: a backlog was replayed");
+    let first = calls[0].1.expected_call_time.nanos;
+    for (_, info) in calls.iter() {
+        assert_eq!(
+            (info.expected_call_time.nanos - first) % period.as_nanos() as i64,
+            0
+        );
+    }
+}
+
+#[test]
+fn cancel_keeps_a_tombstone_that_reset_rearms() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("cancel").unwrap();
+    let count = Arc::new(AtomicU64::new(0));
+    let c = count.clone();
+    let timer = node
+        .create_timer_repeating(Duration::from_millis(1), move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert_eq!(timer.period(), Duration::from_millis(1));
+    assert!(timer.time_until_next_call().is_some());
+    spin_for(&executor, Duration::from_millis(30));
+    assert!(count.load(Ordering::SeqCst) > 0);
+
+    timer.cancel();
+    assert!(timer.is_canceled());
+    assert_eq!(timer.time_until_next_call(), None);
+    let at_cancel = count.load(Ordering::SeqCst);
+    spin_for(&executor, Duration::from_millis(30));
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        at_cancel,
+        "a cancelled timer fired"
+    );
+    assert!(timer.time_since_last_call() >= Duration::from_millis(25));
+
+    timer.reset();
+    assert!(!timer.is_canceled());
+    let next = timer.time_until_next_call().unwrap();
+    assert!(next <= Duration::from_millis(1));
+    spin_for(&executor, Duration::from_millis(30));
+    assert!(
+        count.load(Ordering::SeqCst) > at_cancel,
+        "reset did not re-arm"
+    );
+}
+
+#[test]
+fn reset_restarts_the_period() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("reset").unwrap();
+    let count = Arc::new(AtomicU64::new(0));
+    let c = count.clone();
+    let timer = node
+        .create_timer_repeating(Duration::from_millis(200), move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    // Resetting every 10 ms keeps pushing the deadline away: it never fires (the margin is
+    // 20× so a loaded machine cannot make it flaky).
+    let t = timer.clone();
+    let resetter = std::thread::spawn(move || {
+        for _ in 0..10 {
+            std::thread::sleep(Duration::from_millis(10));
+            t.reset();
+        }
+    });
+    spin_for(&executor, Duration::from_millis(100));
+    resetter.join().unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 0);
+    spin_for(&executor, Duration::from_millis(400));
+    assert!(count.load(Ordering::SeqCst) >= 1);
+}
+
+#[test]
+fn dropping_a_timer_with_a_pending_tick_delivers_nothing() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("drop").unwrap();
+    let count = Arc::new(AtomicU64::new(0));
+    let c = count.clone();
+    let timer = node
+        .create_timer_repeating(Duration::from_millis(1), move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    // Not spinning: ticks are handed over and coalesce in the worker's mailbox.
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(timer.dropped_ticks() > 0, "no tick was pending");
+    drop(timer);
+    spin_for(&executor, Duration::from_millis(30));
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        0,
+        "a dropped timer's tick was delivered"
+    );
+}
+
+#[test]
+fn one_shot_fires_once_until_reset() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("oneshot").unwrap();
+    let count = Arc::new(AtomicU64::new(0));
+    let c = count.clone();
+    let timer = node
+        .create_timer_oneshot(Duration::from_millis(5), move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert!(timer.is_oneshot());
+    spin_for(&executor, Duration::from_millis(60));
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+    assert_eq!(timer.time_until_next_call(), None);
+    timer.reset();
+    spin_for(&executor, Duration::from_millis(60));
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn ten_thousand_timers_fire_in_deadline_order() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("many").unwrap();
+    let order = Arc::new(Mutex::new(Vec::with_capacity(10_000)));
+    let sem = Arc::new(Semaphore::new(0));
+    let n = 10_000u64;
+    // Deadlines 20 ms + k·5 µs, created in a scrambled order.
+    let timers: Vec<_> = (0..n)
+        .map(|i| {
+            let k = (i * 7919) % n;
+            let (o, s) = (order.clone(), sem.clone());
+            node.create_timer_oneshot(
+                Duration::from_millis(20) + Duration::from_micros(5 * k),
+                move |info: TimerInfo| {
+                    o.lock().unwrap().push(info.expected_call_time.nanos);
+                    s.add_permits(1);
+                },
+            )
+            .unwrap()
+        })
+        .collect();
+    spin_until(&executor, count_to(&sem, n as u32));
+    let order = order.lock().unwrap();
+    assert_eq!(order.len(), n as usize);
+    let inversions = order.windows(2).filter(|w| w[0] > w[1]).count();
+    assert_eq!(inversions, 0, "timers fired out of deadline order");
+    drop(timers);
+}
+
+#[test]
+fn scheduler_thread_exits_with_the_executor() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("exit").unwrap();
+    let _timer = node
+        .create_timer_repeating(Duration::from_millis(1), || {})
+        .unwrap();
+    spin_for(&executor, Duration::from_millis(10));
+    assert!(!executor.timer_thread_exited());
+    executor.shutdown();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !executor.timer_thread_exited() {
+        assert!(
+            Instant::now() < deadline,
+            "the timer thread outlived shutdown"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Dropping joins the (already finished) thread without hanging.
+    drop(executor);
+}
+
+#[test]
+fn idle_scheduler_sleeps_with_cancelled_and_no_timers() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("idle").unwrap();
+    let timer = node
+        .create_timer_repeating(Duration::from_millis(1), || {})
+        .unwrap();
+    spin_for(&executor, Duration::from_millis(10));
+    timer.cancel();
+    std::thread::sleep(Duration::from_millis(20));
+    let before = executor.stats();
+    spin_for(&executor, Duration::from_millis(300));
+    let after = executor.stats();
+    // The spin itself may wake the worker once as the gate opens; the timer thread not at all.
+    assert_eq!(before.timer_thread_wakeups, after.timer_thread_wakeups);
+    assert!(
+        after.worker_wakeups - before.worker_wakeups <= 2,
+        "{before:?} → {after:?}"
+    );
+}
+
+#[test]
+fn timers_on_workers_with_payload_and_async_callbacks() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("payload").unwrap();
+    let worker = node.create_worker(Vec::<u64>::new()).unwrap();
+    let _t = worker
+        .create_timer_repeating(
+            Duration::from_millis(1),
+            |ticks: &mut Vec<u64>, info: TimerInfo| {
+                ticks.push(info.missed_ticks);
+            },
+        )
+        .unwrap();
+    let sem = Arc::new(Semaphore::new(0));
+    let s = sem.clone();
+    let _async_timer = node
+        .create_async_timer_repeating(Duration::from_millis(2), move |_info| {
+            let s = s.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                s.add_permits(1);
+            }
+        })
+        .unwrap();
+    let seen = Arc::new(AtomicU64::new(0));
+    let sn = seen.clone();
+    let w = worker.clone();
+    let done = count_to(&sem, 5);
+    spin_until(&executor, async move {
+        done.await;
+        let n = w.run(|ticks: &mut Vec<u64>| ticks.len()).await.unwrap();
+        sn.store(n as u64, Ordering::SeqCst);
+    });
+    assert!(seen.load(Ordering::SeqCst) >= 5);
+}
+
+#[test]
+fn timer_modes_clocks_and_invalid_periods() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("modes").unwrap();
+    assert!(matches!(
+        node.create_timer_repeating(Duration::ZERO, || {}),
+        Err(Error::InvalidPeriod(_))
+    ));
+    let count = Arc::new(AtomicU64::new(0));
+    let timer = node
+        .create_timer_inert(Duration::from_millis(1).system_time())
+        .unwrap();
+    assert!(timer.is_inert());
+    assert_eq!(timer.clock().clock_type(), ClockType::SystemTime);
+    spin_for(&executor, Duration::from_millis(20));
+    let c = count.clone();
+    timer.set_repeating(move |info: TimerInfo| {
+        assert_eq!(info.expected_call_time.clock_type, ClockType::SystemTime);
+        c.fetch_add(1, Ordering::SeqCst);
+    });
+    spin_for(&executor, Duration::from_millis(30));
+    let repeating = count.load(Ordering::SeqCst);
+    assert!(repeating >= 2);
+    let c = count.clone();
+    timer.set_oneshot(move || {
+        c.fetch_add(1000, Ordering::SeqCst);
+    });
+    spin_for(&executor, Duration::from_millis(30));
+    let after = count.load(Ordering::SeqCst);
+    assert_eq!(
+        after - repeating,
+        1000,
+        "one-shot fired {} times",
+        (after - repeating) / 1000
+    );
+    let ros = node
+        .create_timer_repeating(Duration::from_millis(1).node_time(), || {})
+        .unwrap();
+    assert_eq!(ros.clock().clock_type(), ClockType::RosTime);
+}
+
+#[test]
+fn panicking_timer_callback_keeps_the_timer_running() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("panicky").unwrap();
+    let sem = Arc::new(Semaphore::new(0));
+    let count = Arc::new(AtomicU64::new(0));
+    let (c, s) = (count.clone(), sem.clone());
+    let _timer = node
+        .create_timer_repeating(Duration::from_millis(1), move || {
+            s.add_permits(1);
+            if c.fetch_add(1, Ordering::SeqCst) == 0 {
+                panic!("first tick fails");
+            }
+        })
+        .unwrap();
+    let done = count_to(&sem, 3);
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(done)
+            .timeout(Duration::from_secs(20)),
+    );
+    assert!(
+        matches!(errors.first(), Some(Error::CallbackPanicked { .. })),
+        "{errors:?}"
+    );
+    assert!(count.load(Ordering::SeqCst) >= 3);
+}

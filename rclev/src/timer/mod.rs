@@ -29,22 +29,20 @@ use crate::sync::lock;
 use heap::TimerId;
 use scheduler::{SchedulerCore, TimerTick};
 
-/// The scheduler's precision/CPU trade-offs. The defaults aim at tick lateness of a few µs at a
-/// CPU cost of a few percent of a core per kHz; [`TimerPrecision::low_cpu`] gives up the
-/// busy-waits for ~60–120 µs lateness at near-zero CPU.
+/// The scheduler's precision/CPU trade-offs. The default aims at tick lateness well under
+/// 10 µs for a few percent of a core per kHz of ticks; [`TimerPrecision::low_cpu`] gives up
+/// busy-waiting for lateness of the order of the wake-up latencies (~50 µs here).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimerPrecision {
     /// Timer slack the scheduler thread asks the kernel for (`PR_SET_TIMERSLACK`). Linux's
     /// default of 50 µs makes every timed wait up to 50 µs late. Default 1 ns.
     pub timer_slack: Duration,
-    /// At most this long the scheduler thread wakes before a hand-off and busy-waits the rest,
-    /// to hide its own wake-up latency. Within this cap it follows the wake-up overshoot it
-    /// observes, so a quiet machine spins only a few µs. Default 30 µs.
-    pub spin_before: Duration,
     /// At most this long before its deadline a tick is handed to the worker, which busy-waits
     /// to the deadline before calling back (a callback never starts early). This hides the
-    /// worker's wake-up latency (~15–35 µs here); within the cap, and a quarter of the shortest
-    /// timer period, the lead adapts to how early workers actually arrive. Default 40 µs.
+    /// scheduler thread's wake-up overshoot and the worker's wake-up latency (together
+    /// ~20–60 µs here). Within this cap, and half the shortest timer period, the lead adapts to
+    /// how early workers actually arrive, so the busy-wait settles at a few µs per tick.
+    /// Zero disables early hand-off. Default 70 µs.
     pub handoff_lead: Duration,
 }
 
@@ -52,19 +50,16 @@ impl Default for TimerPrecision {
     fn default() -> Self {
         Self {
             timer_slack: Duration::from_nanos(1),
-            spin_before: Duration::from_micros(30),
-            handoff_lead: Duration::from_micros(40),
+            handoff_lead: Duration::from_micros(70),
         }
     }
 }
 
 impl TimerPrecision {
-    /// No busy-waiting anywhere: the cheapest setting, with lateness of the order of the
-    /// wake-up latencies.
+    /// No busy-waiting: the cheapest setting.
     pub fn low_cpu() -> Self {
         Self {
             timer_slack: Duration::from_nanos(1),
-            spin_before: Duration::ZERO,
             handoff_lead: Duration::ZERO,
         }
     }
@@ -336,6 +331,9 @@ impl TimerState {
     fn change(&self, mode: u8, callback: Option<Callback<TimerInfo>>) {
         *lock(&self.callback) = callback;
         self.mode.store(mode, Ordering::Release);
+        // A tick handed over under the old mode is not one of the new mode's: the new mode
+        // starts at the next deadline.
+        self.tick.due.swap(0, Ordering::AcqRel);
         let period = if mode == MODE_ONESHOT {
             Duration::ZERO
         } else {

@@ -20,15 +20,19 @@
 //! the wait loop re-checks `generation` (the predicate) after every return, so spurious or
 //! early returns are harmless and a notification that came before the wait began is not lost.
 //!
-//! The one phase without the lock is the final busy-wait just before a deadline (see
-//! [`TimerPrecision::spin_before`]): there the thread polls `generation` itself, so an earlier
-//! registration during the spin is seen within one loop iteration. Registrants only signal
-//! when the new deadline beats the waiter's target (`waiter == Busy` means the thread will
-//! re-examine the heap anyway), which keeps `reset()` on a busy executor from costing a futex
-//! wake each.
+//! Registrants only signal when the new deadline beats the waiter's target (`waiter == Busy`
+//! means the thread will re-examine the heap anyway), which keeps `reset()` on a busy executor
+//! from costing a futex wake each.
 //!
-//! `tests/loom` models (see `loom_tests` below) check that a registration racing with the
-//! waiter going to sleep is always seen.
+//! # Precision
+//!
+//! The thread never busy-waits. It hands a tick over *early*, by the adaptive hand-off lead
+//! (see [`TimerPrecision::handoff_lead`]), and the worker busy-waits the last microseconds to the
+//! exact deadline before it calls back. One early hand-off thus hides both the scheduler's own
+//! wake-up overshoot and the worker's wake-up latency, and only one thread spins.
+//!
+//! The loom models in `loom_tests.rs` check that a registration racing with the waiter going
+//! to sleep is always seen.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -72,7 +76,7 @@ impl TimerTick {
 enum Waiter {
     /// Examining the heap or delivering: it will look again before it waits.
     Busy,
-    /// Waiting (or spinning) until this instant.
+    /// Waiting until this instant.
     Until(Instant),
     /// Waiting with no timer armed.
     Forever,
@@ -94,8 +98,6 @@ pub(crate) struct SchedulerCore {
     lead_ns: AtomicU64,
     /// `precision.handoff_lead`, lowered by [`Self::fit_lead`] for short periods.
     lead_cap_ns: AtomicU64,
-    /// Current busy-wait before a hand-off in ns, adapted by [`Self::woke_late_by`].
-    spin_ns: AtomicU64,
     pub(crate) epoch: Instant,
     /// `CLOCK_MONOTONIC` at `epoch`, to report steady times exactly on the grid.
     pub(crate) epoch_steady_ns: i64,
@@ -115,28 +117,24 @@ impl SchedulerCore {
             wakeups: AtomicU64::new(0),
             lead_ns: AtomicU64::new(precision.handoff_lead.as_nanos() as u64),
             lead_cap_ns: AtomicU64::new(precision.handoff_lead.as_nanos() as u64),
-            spin_ns: AtomicU64::new(precision.spin_before.as_nanos() as u64),
             epoch: Instant::now(),
             epoch_steady_ns: crate::clock::steady_nanos(),
             precision,
         }
     }
 
-    /// How early ticks are handed to workers. Never more than a quarter of the shortest
-    /// period: a tick handed over while the worker still waits for the previous deadline
-    /// would find that tick pending and be dropped.
+    /// How early ticks are handed to workers.
     fn lead(&self) -> Duration {
         Duration::from_nanos(self.lead_ns.load(Ordering::Relaxed))
     }
 
-    /// When the thread wants to be awake for a deadline: early enough to spin up to the
-    /// hand-off point.
+    /// When the thread wants to wake for a deadline: at its hand-off point.
     fn wake_for(&self, deadline: Instant) -> Instant {
-        let early = self.lead() + Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed));
-        deadline.checked_sub(early).unwrap_or(deadline)
+        deadline.checked_sub(self.lead()).unwrap_or(deadline)
     }
 
-    /// Shrinks the hand-off lead's cap for a timer with a short period (see [`Self::lead`]).
+    /// Caps the hand-off lead at half the shortest period, so ticks are never handed over
+    /// more than one period ahead.
     fn fit_lead(&self, period: Duration) {
         if !period.is_zero() {
             let cap = (period / 2).as_nanos() as u64;
@@ -147,8 +145,8 @@ impl SchedulerCore {
 
     /// Feedback from a worker that started a tick `early_ns` before its deadline (negative:
     /// after it). The lead grows at once by any lateness and shrinks slowly while workers
-    /// arrive with time to spare, so it settles just above the typical worker wake-up latency
-    /// instead of spinning the full configured lead on every tick.
+    /// arrive with time to spare, so it settles just above the typical scheduler-overshoot plus
+    /// worker-wake-up latency instead of spinning the full cap on every tick.
     pub(crate) fn worker_arrived(&self, early_ns: i64) {
         const TARGET: i64 = 2_000;
         let lead = self.lead_ns.load(Ordering::Relaxed) as i64;
@@ -159,22 +157,6 @@ impl SchedulerCore {
             lead - (early_ns - TARGET) / 16
         };
         self.lead_ns
-            .store(next.clamp(0, cap) as u64, Ordering::Relaxed);
-    }
-
-    /// Feedback on the scheduler's own timed waits: `overshoot` past the requested wake-up.
-    /// The busy-wait before each hand-off follows the overshoot the same way (up at once, down
-    /// slowly), capped by `precision.spin_before`.
-    fn woke_late_by(&self, overshoot: Duration) {
-        let cap = self.precision.spin_before.as_nanos() as i64;
-        let spin = self.spin_ns.load(Ordering::Relaxed) as i64;
-        let sample = overshoot.as_nanos() as i64 + 2_000;
-        let next = if sample > spin {
-            sample
-        } else {
-            spin - (spin - sample) / 16
-        };
-        self.spin_ns
             .store(next.clamp(0, cap) as u64, Ordering::Relaxed);
     }
 
@@ -284,14 +266,9 @@ impl SchedulerCore {
         }
     }
 
-    /// Waits as the heap says: forever, until shortly before the head's deadline, or (when it
-    /// is that close already) spinning without the lock up to the hand-off point. Returns with
-    /// the lock held and `waiter == Busy`.
-    fn wait<'a>(
-        &'a self,
-        mut state: MutexGuard<'a, SchedState>,
-        now: Instant,
-    ) -> MutexGuard<'a, SchedState> {
+    /// Waits as the heap says: forever, or until the head's hand-off point. Returns with the
+    /// lock held and `waiter == Busy`.
+    fn wait<'a>(&'a self, mut state: MutexGuard<'a, SchedState>) -> MutexGuard<'a, SchedState> {
         let seen = self.generation.load(Ordering::Acquire);
         let changed = || self.generation.load(Ordering::Acquire) != seen;
         match state.heap.next_deadline() {
@@ -304,33 +281,19 @@ impl SchedulerCore {
             }
             Some(deadline) => {
                 let wake_at = self.wake_for(deadline);
-                if wake_at > now {
-                    state.waiter = Waiter::Until(wake_at);
-                    loop {
-                        let now = Instant::now();
-                        if changed() || state.shutdown {
-                            break;
-                        }
-                        if now >= wake_at {
-                            self.woke_late_by(now - wake_at);
-                            break;
-                        }
-                        state = self
-                            .wake
-                            .wait_timeout(state, wake_at - now)
-                            .unwrap_or_else(|p| p.into_inner())
-                            .0;
+                state.waiter = Waiter::Until(wake_at);
+                loop {
+                    let now = Instant::now();
+                    if changed() || state.shutdown || now >= wake_at {
+                        break;
                     }
-                    self.wakeups.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    let handoff = deadline.checked_sub(self.lead()).unwrap_or(deadline);
-                    state.waiter = Waiter::Until(handoff);
-                    drop(state);
-                    while Instant::now() < handoff && !changed() {
-                        spin_hint();
-                    }
-                    state = lock(&self.state);
+                    state = self
+                        .wake
+                        .wait_timeout(state, wake_at - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
                 }
+                self.wakeups.fetch_add(1, Ordering::Relaxed);
             }
         }
         state.waiter = Waiter::Busy;
@@ -361,19 +324,9 @@ impl SchedulerCore {
                 state = lock(&self.state);
                 continue;
             }
-            state = self.wait(state, now);
+            state = self.wait(state);
         }
     }
-}
-
-#[cfg(not(rclev_loom))]
-fn spin_hint() {
-    std::hint::spin_loop();
-}
-
-#[cfg(rclev_loom)]
-fn spin_hint() {
-    loom::thread::yield_now();
 }
 
 /// Sets the calling thread's timer slack (Linux `PR_SET_TIMERSLACK`): how late the kernel may

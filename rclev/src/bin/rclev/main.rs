@@ -87,11 +87,8 @@ enum BenchCommand {
         /// Draw achieved % vs rate as a PNG.
         #[arg(long)]
         plot: Option<PathBuf>,
-        /// rclev's scheduler busy-waits this long before each hand-off (µs; default: the
-        /// library default).
-        #[arg(long)]
-        spin_before_us: Option<u64>,
-        /// rclev hands ticks to the worker this early (µs; default: the library default).
+        /// rclev hands ticks to the worker at most this early (µs; default: the library
+        /// default; 0 = no busy-waiting).
         #[arg(long)]
         handoff_lead_us: Option<u64>,
         /// rclev workers spin this long before parking when work arrives often (µs).
@@ -128,7 +125,6 @@ fn main() -> anyhow_free::Result {
             variants,
             json,
             plot,
-            spin_before_us,
             handoff_lead_us,
             worker_spin_us,
             runtime_threads,
@@ -138,9 +134,6 @@ fn main() -> anyhow_free::Result {
                 executor.runtime = rclev::RuntimeChoice::Own { worker_threads };
             }
             let us = std::time::Duration::from_micros;
-            if let Some(v) = spin_before_us {
-                executor.timer_precision.spin_before = us(v);
-            }
             if let Some(v) = handoff_lead_us {
                 executor.timer_precision.handoff_lead = us(v);
             }

@@ -13,6 +13,7 @@ use crate::transport::{IntraProcess, Transport};
 #[derive(Clone)]
 pub struct Context {
     transport: Arc<dyn Transport>,
+    arguments: Arc<Vec<String>>,
 }
 
 impl Default for Context {
@@ -24,7 +25,35 @@ impl Default for Context {
 impl Context {
     /// A context over the given transport.
     pub fn with_transport(transport: Arc<dyn Transport>) -> Self {
-        Self { transport }
+        Self {
+            transport,
+            arguments: Arc::new(Vec::new()),
+        }
+    }
+
+    /// An in-process context with command-line arguments: `--ros-args -p name:=value` (or
+    /// `-p node:name:=value`) become parameter overrides of the nodes created from it.
+    ///
+    /// ```
+    /// use rclev::{Context, ParameterValue};
+    /// let ctx = Context::from_args(["prog", "--ros-args", "-p", "rate:=50"]);
+    /// let node = ctx.create_basic_executor().create_node("n").unwrap();
+    /// assert_eq!(node.declare_parameter("rate", 10).unwrap(), ParameterValue::Integer(50));
+    /// ```
+    pub fn from_args<S: Into<String>>(args: impl IntoIterator<Item = S>) -> Self {
+        let mut ctx = Self::default();
+        ctx.arguments = Arc::new(args.into_iter().map(Into::into).collect());
+        ctx
+    }
+
+    /// [`from_args`](Self::from_args) with the process's arguments.
+    pub fn from_env() -> Self {
+        Self::from_args(std::env::args())
+    }
+
+    /// The command-line arguments.
+    pub fn arguments(&self) -> &[String] {
+        &self.arguments
     }
 
     /// The transport.

@@ -86,6 +86,12 @@ pub enum Error {
     /// A message could not be (de)serialized.
     #[error("serialization failed: {0}")]
     Serialization(String),
+    /// An operation the clock's type does not support.
+    #[error("invalid clock: {0}")]
+    InvalidClock(&'static str),
+    /// A parameter operation failed.
+    #[error(transparent)]
+    Parameter(#[from] crate::parameter::ParameterError),
     /// A timer period that cannot be scheduled (zero or negative for a repeating timer).
     #[error("invalid timer period {0:?}")]
     InvalidPeriod(std::time::Duration),

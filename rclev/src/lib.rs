@@ -26,15 +26,17 @@
 pub mod clock;
 mod context;
 mod error;
+pub mod logging;
 pub mod executor;
 pub mod msg;
 mod node;
+pub mod parameter;
 mod qos;
 pub(crate) mod sync;
 pub mod timer;
 pub mod transport;
 
-pub use clock::{Clock, ClockType, Time};
+pub use clock::{Clock, ClockChange, ClockType, JumpHandle, JumpThreshold, Rate, Time, TimeJump};
 pub use context::Context;
 pub use error::{Error, NameKind, Result};
 pub use executor::{
@@ -53,3 +55,5 @@ pub use timer::{
     IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerOptions,
     TimerPrecision, TimerState,
 };
+pub use logging::{LogCapture, LogRecord, LogSeverity, Logger};
+pub use parameter::{Parameter, ParameterDescriptor, ParameterError, ParameterValue, SetCallbackHandle};

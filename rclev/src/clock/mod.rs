@@ -3,9 +3,11 @@
 //! A [`Clock`] reads one of three time sources, as in rcl: steady (monotonic), system (wall)
 //! and ROS time (the system clock, or simulation time from `/clock` once that is enabled).
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::msg::TimeMsg;
+use crate::error::Error;
+use crate::msg::{DurationMsg, TimeMsg};
 
 /// Which time source a clock reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -48,7 +50,19 @@ impl Time {
     }
 }
 
-/// A clock.
+mod source;
+mod sleep;
+
+pub use sleep::Rate;
+pub use source::{ClockChange, JumpHandle, JumpThreshold, TimeJump};
+pub(crate) use source::{Lifeline, RosTimeSource};
+
+/// A clock: steady, system, or ROS time.
+///
+/// A ROS-time clock follows the system clock until simulation time is activated (the node's
+/// `use_sim_time` parameter), then the latest `/clock` message. Clocks from a node
+/// ([`NodeState::get_clock`](crate::NodeState::get_clock)) also end their sleeps when the
+/// executor shuts down.
 ///
 /// ```
 /// use rclev::{Clock, ClockType};
@@ -58,48 +72,130 @@ impl Time {
 /// assert!(b >= a);
 /// assert_eq!(a.clock_type, ClockType::SteadyTime);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Clock {
-    clock_type: ClockType,
+    kind: ClockKind,
+    life: Option<Arc<Lifeline>>,
+}
+
+#[derive(Clone)]
+enum ClockKind {
+    Steady,
+    System,
+    Ros(Arc<RosTimeSource>),
+}
+
+impl PartialEq for Clock {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.kind, &other.kind) {
+            (ClockKind::Steady, ClockKind::Steady) | (ClockKind::System, ClockKind::System) => true,
+            (ClockKind::Ros(a), ClockKind::Ros(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Clock")
+            .field("type", &self.clock_type())
+            .field("sim_time", &self.is_sim_time_active())
+            .finish()
+    }
 }
 
 impl Clock {
     /// A steady clock.
     pub fn steady() -> Self {
-        Self {
-            clock_type: ClockType::SteadyTime,
-        }
+        Self { kind: ClockKind::Steady, life: None }
     }
     /// A system clock.
     pub fn system() -> Self {
-        Self {
-            clock_type: ClockType::SystemTime,
-        }
+        Self { kind: ClockKind::System, life: None }
     }
-    /// A ROS-time clock.
+    /// A ROS-time clock of its own (not driven by any node's `/clock`).
     pub fn ros() -> Self {
         Self {
-            clock_type: ClockType::RosTime,
+            kind: ClockKind::Ros(Arc::new(RosTimeSource::new(None))),
+            life: None,
         }
     }
-    /// A clock of the given type.
-    pub fn from_type(clock_type: ClockType) -> Self {
-        Self { clock_type }
+
+    pub(crate) fn with_life(mut self, life: Arc<Lifeline>) -> Self {
+        self.life = Some(life);
+        self
     }
+
+    pub(crate) fn from_source(source: Arc<RosTimeSource>, life: Arc<Lifeline>) -> Self {
+        Self { kind: ClockKind::Ros(source), life: Some(life) }
+    }
+
+    pub(crate) fn source(&self) -> Option<&Arc<RosTimeSource>> {
+        match &self.kind {
+            ClockKind::Ros(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn life(&self) -> Option<&Arc<Lifeline>> {
+        self.life.as_ref()
+    }
+
     /// The clock's type.
     pub fn clock_type(&self) -> ClockType {
-        self.clock_type
+        match self.kind {
+            ClockKind::Steady => ClockType::SteadyTime,
+            ClockKind::System => ClockType::SystemTime,
+            ClockKind::Ros(_) => ClockType::RosTime,
+        }
     }
+
+    /// Whether this is a ROS-time clock currently following `/clock`.
+    pub fn is_sim_time_active(&self) -> bool {
+        self.source().is_some_and(|s| s.is_sim_active())
+    }
+
     /// The current time.
     pub fn now(&self) -> Time {
-        let nanos = match self.clock_type {
-            ClockType::SteadyTime => steady_nanos(),
-            ClockType::SystemTime | ClockType::RosTime => system_nanos(),
+        let nanos = match &self.kind {
+            ClockKind::Steady => steady_nanos(),
+            ClockKind::System => system_nanos(),
+            ClockKind::Ros(source) => source.now_nanos(),
         };
         Time {
             nanos,
-            clock_type: self.clock_type,
+            clock_type: self.clock_type(),
         }
+    }
+
+    /// Registers jump callbacks on a ROS-time clock: `pre` runs before and `post` after a time
+    /// jump that crosses `threshold` (a `/clock` step, or simulation time being switched on or
+    /// off). They stay registered while the returned handle lives.
+    pub fn create_jump_callback(
+        &self,
+        threshold: JumpThreshold,
+        pre: impl FnMut(&TimeJump) + Send + 'static,
+        post: impl FnMut(&TimeJump) + Send + 'static,
+    ) -> Result<JumpHandle, Error> {
+        match &self.kind {
+            ClockKind::Ros(source) => Ok(source.add_jump_callback(threshold, Box::new(pre), Box::new(post))),
+            _ => Err(Error::InvalidClock("jump callbacks need a ROS-time clock")),
+        }
+    }
+}
+
+impl From<Duration> for DurationMsg {
+    fn from(d: Duration) -> Self {
+        let t = TimeMsg::from_nanos(d.as_nanos().min(i64::MAX as u128) as i64);
+        DurationMsg { sec: t.sec, nanosec: t.nanosec }
+    }
+}
+
+impl DurationMsg {
+    /// The duration, or `None` if negative.
+    pub fn to_duration(&self) -> Option<Duration> {
+        let ns = self.sec as i64 * 1_000_000_000 + self.nanosec as i64;
+        (ns >= 0).then(|| Duration::from_nanos(ns as u64))
     }
 }
 
@@ -115,7 +211,7 @@ pub(crate) fn steady_nanos() -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
-fn system_nanos() -> i64 {
+pub(crate) fn system_nanos() -> i64 {
     match SystemTime::now().duration_since(UNIX_EPOCH) {
         Ok(d) => d.as_nanos() as i64,
         Err(e) => -(e.duration().as_nanos() as i64),
@@ -145,5 +241,7 @@ mod tests {
         assert_eq!(later.duration_since(t), Some(Duration::from_nanos(5)));
         assert_eq!(t.duration_since(later), None);
         assert_eq!(Clock::steady().now().duration_since(t), None);
+        let d = Duration::from_millis(1500);
+        assert_eq!(DurationMsg::from(d).to_duration(), Some(d));
     }
 }

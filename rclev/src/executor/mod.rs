@@ -196,6 +196,8 @@ pub(crate) struct ExecutorShared {
     pub(crate) gate: SpinGate,
     pub(crate) options: ExecutorOptions,
     pub(crate) timers: TimerScheduler,
+    /// Ends the sleeps of the nodes' clocks on shutdown.
+    pub(crate) life: Arc<crate::clock::Lifeline>,
     shut_down: AtomicBool,
     shutdown_notify: Notify,
     halt_notify: Notify,
@@ -252,6 +254,7 @@ impl ExecutorShared {
             return;
         }
         self.timers.shutdown();
+        self.life.end();
         for m in self.live_workers() {
             m.close();
         }
@@ -380,6 +383,7 @@ impl Executor {
             gate: SpinGate::default(),
             options,
             timers,
+            life: Arc::default(),
             shut_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
             halt_notify: Notify::new(),

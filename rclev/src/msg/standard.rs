@@ -73,6 +73,17 @@ message!(
         clock: TimeMsg }
 );
 message!(
+    /// `rcl_interfaces/msg/Log`, what nodes publish on `/rosout`.
+    Log = "rcl_interfaces/msg/Log" { /// When the record was made, on the node's clock.
+        stamp: TimeMsg, /// Severity: 10 debug, 20 info, 30 warn, 40 error, 50 fatal.
+        level: u8, /// The logger's name.
+        name: String, /// The message.
+        msg: String, /// Source file.
+        file: String, /// Function (module path in Rust).
+        function: String, /// Source line.
+        line: u32 }
+);
+message!(
     /// `example_interfaces/srv/AddTwoInts` request.
     AddTwoIntsRequest = "example_interfaces/srv/AddTwoInts_Request" { /// First addend.
         a: i64, /// Second addend.

@@ -1,7 +1,8 @@
 //! Nodes and the entities they create.
 
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 mod callback;
 mod guard;
@@ -18,10 +19,17 @@ pub use worker::{Worker, WorkerState};
 pub(crate) use callback::Callback;
 pub(crate) use worker::WorkerCore;
 
+use crate::clock::{Clock, ClockType, Lifeline, Rate, RosTimeSource};
 use crate::error::Result;
 use crate::executor::ExecutorShared;
+use crate::logging::Logger;
 use crate::msg::{Message, ServiceType};
-use crate::qos::IntoPrimitiveOptions;
+use crate::parameter::{
+    parse_ros_args, Parameter, ParameterDescriptor, ParameterValue, Parameters, SetCallbackHandle,
+    SetParametersResult,
+};
+use crate::qos::{IntoPrimitiveOptions, QoSProfile};
+use crate::sync::lock;
 use crate::timer::{
     create_timer, IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerKind,
 };
@@ -39,6 +47,11 @@ pub struct NodeOptions {
     pub name: String,
     /// The namespace (`/` by default; a relative one is made absolute).
     pub namespace: String,
+    /// Parameter values that replace the defaults given at declaration. They win over
+    /// `--ros-args -p` arguments of the context.
+    pub parameter_overrides: BTreeMap<String, ParameterValue>,
+    /// Publish every log record on `/rosout` (default `true`).
+    pub enable_rosout: bool,
 }
 
 impl NodeOptions {
@@ -47,11 +60,23 @@ impl NodeOptions {
         Self {
             name: name.into(),
             namespace: "/".into(),
+            parameter_overrides: BTreeMap::new(),
+            enable_rosout: true,
         }
     }
     /// Sets the namespace.
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = namespace.into();
+        self
+    }
+    /// Overrides a parameter's default.
+    pub fn parameter_override(mut self, name: impl Into<String>, value: impl Into<ParameterValue>) -> Self {
+        self.parameter_overrides.insert(name.into(), value.into());
+        self
+    }
+    /// Turns `/rosout` publishing on or off.
+    pub fn enable_rosout(mut self, enable: bool) -> Self {
+        self.enable_rosout = enable;
         self
     }
 }
@@ -77,15 +102,27 @@ impl IntoNodeOptions for String {
     }
 }
 
-/// A node's validated name and namespace.
+/// A node's validated name and namespace, and its clocks.
 pub(crate) struct NodeIdentity {
     pub(crate) name: String,
     pub(crate) namespace: String,
+    /// The node's ROS-time clock.
+    pub(crate) clock: Clock,
+    life: Arc<Lifeline>,
 }
 
 impl NodeIdentity {
     pub(crate) fn expand(&self, topic: &str) -> Result<String> {
         names::expand_topic_name(topic, &self.namespace, &self.name)
+    }
+
+    /// A clock of `clock_type` whose sleeps end with the executor.
+    pub(crate) fn clock_of(&self, clock_type: ClockType) -> Clock {
+        match clock_type {
+            ClockType::RosTime => self.clock.clone(),
+            ClockType::SteadyTime => Clock::steady().with_life(self.life.clone()),
+            ClockType::SystemTime => Clock::system().with_life(self.life.clone()),
+        }
     }
 }
 
@@ -93,6 +130,10 @@ impl NodeIdentity {
 pub struct NodeState {
     identity: Arc<NodeIdentity>,
     core: Arc<WorkerCore>,
+    parameters: Parameters,
+    logger: Logger,
+    /// The `/clock` subscription while `use_sim_time` is on.
+    clock_subscription: Mutex<Option<Subscription<crate::msg::Clock>>>,
 }
 
 /// A shared handle to a node.
@@ -102,12 +143,148 @@ impl NodeState {
     pub(crate) fn create(exec: &Arc<ExecutorShared>, options: NodeOptions) -> Result<Node> {
         names::validate_node_name(&options.name)?;
         let namespace = names::normalize_namespace(&options.namespace)?;
+        let source = Arc::new(RosTimeSource::new(Some(Arc::downgrade(&exec.timers.core))));
+        exec.life.watch(&source);
         let identity = Arc::new(NodeIdentity {
-            name: options.name,
+            clock: Clock::from_source(source, exec.life.clone()),
+            life: exec.life.clone(),
+            name: options.name.clone(),
             namespace,
         });
         let core = WorkerCore::spawn(exec, identity.clone(), Box::new(()))?;
-        Ok(Arc::new(Self { identity, core }))
+        let mut overrides = parse_ros_args(exec.context.arguments(), &options.name);
+        overrides.extend(options.parameter_overrides);
+        let rosout = if options.enable_rosout {
+            let qos = QoSProfile::default().keep_last(1000).transient_local();
+            Some(PublisherState::create(&core, "/rosout".qos(qos))?)
+        } else {
+            None
+        };
+        let logger_name = if identity.namespace == "/" {
+            identity.name.clone()
+        } else {
+            format!("{}.{}", identity.namespace[1..].replace('/', "."), identity.name)
+        };
+        let node = Arc::new(Self {
+            logger: Logger::new(logger_name, identity.clock.clone(), rosout),
+            identity,
+            core,
+            parameters: Parameters::with_overrides(overrides),
+            clock_subscription: Mutex::new(None),
+        });
+        let use_sim_time = node.parameters.declare(
+            "use_sim_time",
+            false,
+            ParameterDescriptor {
+                description: "Follow /clock instead of the system clock for ROS time".into(),
+                ..ParameterDescriptor::default()
+            },
+        )?;
+        let weak: Weak<NodeState> = Arc::downgrade(&node);
+        node.parameters.on_change("use_sim_time", move |p| {
+            if let (Some(node), ParameterValue::Bool(on)) = (weak.upgrade(), &p.value) {
+                node.apply_use_sim_time(*on);
+            }
+        });
+        if use_sim_time == ParameterValue::Bool(true) {
+            node.apply_use_sim_time(true);
+        }
+        Ok(node)
+    }
+
+    fn apply_use_sim_time(&self, on: bool) {
+        let Some(source) = self.identity.clock.source().cloned() else {
+            return;
+        };
+        let mut sub = lock(&self.clock_subscription);
+        if on && sub.is_none() {
+            let s = source.clone();
+            let created = pubsub::create_subscription(
+                &self.core,
+                "/clock".qos(QoSProfile::clock()),
+                Callback::plain(move |m: Arc<crate::msg::Clock>| s.set_sim_time(m.clock.as_nanos())),
+            );
+            match created {
+                Ok(created) => *sub = Some(created),
+                Err(e) => {
+                    tracing::error!(target: "rclev", "cannot subscribe to /clock: {e}");
+                    return;
+                }
+            }
+        }
+        if !on {
+            *sub = None;
+        }
+        drop(sub);
+        source.set_sim_active(on);
+    }
+
+    /// The node's ROS-time clock: system time, or `/clock` while `use_sim_time` is true.
+    pub fn get_clock(&self) -> Clock {
+        self.identity.clock.clone()
+    }
+
+    /// A clock of the given type bound to this node's executor (its sleeps end on shutdown).
+    pub fn clock_of(&self, clock_type: ClockType) -> Clock {
+        self.identity.clock_of(clock_type)
+    }
+
+    /// A [`Rate`] on the node's ROS-time clock.
+    pub fn create_rate(&self, period: std::time::Duration) -> Rate {
+        Rate::new(self.get_clock(), period)
+    }
+
+    /// The node's logger (see [`logging`](crate::logging)).
+    pub fn logger(&self) -> &Logger {
+        &self.logger
+    }
+
+    /// The node's parameters.
+    pub fn parameters(&self) -> &Parameters {
+        &self.parameters
+    }
+
+    /// Declares a parameter with a default (an override replaces it) and returns the value in
+    /// effect.
+    pub fn declare_parameter(
+        &self,
+        name: &str,
+        default: impl Into<ParameterValue>,
+    ) -> Result<ParameterValue> {
+        Ok(self.parameters.declare(name, default, ParameterDescriptor::default())?)
+    }
+
+    /// Declares a parameter with a descriptor (read-only, ranges, dynamic typing).
+    pub fn declare_parameter_with(
+        &self,
+        name: &str,
+        default: impl Into<ParameterValue>,
+        descriptor: ParameterDescriptor,
+    ) -> Result<ParameterValue> {
+        Ok(self.parameters.declare(name, default, descriptor)?)
+    }
+
+    /// A declared parameter's value.
+    pub fn get_parameter(&self, name: &str) -> Option<ParameterValue> {
+        self.parameters.get(name)
+    }
+
+    /// Sets a declared parameter, subject to its descriptor and the set-callbacks.
+    pub fn set_parameter(&self, name: &str, value: impl Into<ParameterValue>) -> Result<()> {
+        Ok(self.parameters.set(name, value)?)
+    }
+
+    /// Sets several parameters atomically.
+    pub fn set_parameters(&self, changes: &[Parameter]) -> Result<()> {
+        Ok(self.parameters.set_all(changes)?)
+    }
+
+    /// Registers a callback that may reject parameter changes with a reason.
+    pub fn add_on_set_parameters_callback(
+        &self,
+        callback: impl Fn(&[Parameter]) -> SetParametersResult + Send + Sync + 'static,
+    ) -> SetCallbackHandle {
+        self.parameters.add_on_set_callback(callback)
     }
 
     /// The node's name.

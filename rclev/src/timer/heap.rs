@@ -11,43 +11,74 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A point on the time axis a heap is keyed by: `Instant` for wall/steady timers, [`SimTime`]
+/// for timers paced by a simulated clock.
+pub(crate) trait GridTime: Copy + Ord + std::fmt::Debug {
+    /// `self + d`.
+    fn plus(self, d: Duration) -> Self;
+    /// `self - earlier`, zero if `earlier` is later.
+    fn since(self, earlier: Self) -> Duration;
+}
+
+impl GridTime for Instant {
+    fn plus(self, d: Duration) -> Self {
+        self + d
+    }
+    fn since(self, earlier: Self) -> Duration {
+        self.saturating_duration_since(earlier)
+    }
+}
+
+/// Simulated time in nanoseconds (from `/clock`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct SimTime(pub(crate) i64);
+
+impl GridTime for SimTime {
+    fn plus(self, d: Duration) -> Self {
+        SimTime(self.0.saturating_add(d.as_nanos() as i64))
+    }
+    fn since(self, earlier: Self) -> Duration {
+        Duration::from_nanos(self.0.saturating_sub(earlier.0).max(0) as u64)
+    }
+}
+
 /// Index of a timer's slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct TimerId(pub(crate) usize);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Key {
-    deadline: Instant,
+struct Key<K> {
+    deadline: K,
     id: TimerId,
     generation: u64,
 }
 
-pub(crate) struct Slot<T> {
+pub(crate) struct Slot<T, K> {
     pub(crate) target: Arc<T>,
     /// Next deadline; `None` while cancelled (the tombstone state) or after a one-shot fired.
-    pub(crate) deadline: Option<Instant>,
+    pub(crate) deadline: Option<K>,
     /// Zero for a one-shot timer.
     pub(crate) period: Duration,
     generation: u64,
 }
 
 /// One expiry taken off the heap.
-pub(crate) struct Expiry<T> {
+pub(crate) struct Expiry<T, K = Instant> {
     pub(crate) target: Arc<T>,
     /// The grid point this call stands for (the newest one not after `now`).
-    pub(crate) deadline: Instant,
+    pub(crate) deadline: K,
     /// Grid points skipped because the scheduler was late by more than a period.
     pub(crate) skipped: u64,
 }
 
-pub(crate) struct TimerHeap<T> {
-    slots: Vec<Option<Slot<T>>>,
+pub(crate) struct TimerHeap<T, K = Instant> {
+    slots: Vec<Option<Slot<T, K>>>,
     free: Vec<usize>,
-    keys: BinaryHeap<Reverse<Key>>,
+    keys: BinaryHeap<Reverse<Key<K>>>,
     live: usize,
 }
 
-impl<T> Default for TimerHeap<T> {
+impl<T, K: GridTime> Default for TimerHeap<T, K> {
     fn default() -> Self {
         Self {
             slots: Vec::new(),
@@ -58,12 +89,12 @@ impl<T> Default for TimerHeap<T> {
     }
 }
 
-impl<T> TimerHeap<T> {
+impl<T, K: GridTime> TimerHeap<T, K> {
     /// Adds a timer, armed for `deadline` unless `None`.
     pub(crate) fn insert(
         &mut self,
         target: Arc<T>,
-        deadline: Option<Instant>,
+        deadline: Option<K>,
         period: Duration,
     ) -> TimerId {
         let slot = Slot {
@@ -96,7 +127,7 @@ impl<T> TimerHeap<T> {
     }
 
     /// Re-arms (`Some`) or disarms (`None`, a tombstone that keeps the slot) a timer.
-    pub(crate) fn arm(&mut self, id: TimerId, deadline: Option<Instant>) {
+    pub(crate) fn arm(&mut self, id: TimerId, deadline: Option<K>) {
         let Some(Some(slot)) = self.slots.get_mut(id.0) else {
             return;
         };
@@ -120,16 +151,16 @@ impl<T> TimerHeap<T> {
         }
     }
 
-    pub(crate) fn slot(&self, id: TimerId) -> Option<&Slot<T>> {
+    pub(crate) fn slot(&self, id: TimerId) -> Option<&Slot<T, K>> {
         self.slots.get(id.0)?.as_ref()
     }
 
-    fn is_live(&self, key: &Key) -> bool {
+    fn is_live(&self, key: &Key<K>) -> bool {
         matches!(self.slots.get(key.id.0), Some(Some(s)) if s.generation == key.generation)
     }
 
     /// The earliest live deadline, dropping tombstones on the way.
-    pub(crate) fn next_deadline(&mut self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&mut self) -> Option<K> {
         while let Some(Reverse(key)) = self.keys.peek() {
             if self.is_live(key) {
                 return Some(key.deadline);
@@ -142,7 +173,7 @@ impl<T> TimerHeap<T> {
     /// Takes the earliest timer if its deadline is at or before `horizon`, advancing a
     /// repeating timer to its next grid point after `now` (deadline + k·period: no drift, and no
     /// burst after a stall).
-    pub(crate) fn pop_due(&mut self, horizon: Instant, now: Instant) -> Option<Expiry<T>> {
+    pub(crate) fn pop_due(&mut self, horizon: K, now: K) -> Option<Expiry<T, K>> {
         let deadline = self.next_deadline()?;
         if deadline > horizon {
             return None;
@@ -152,12 +183,12 @@ impl<T> TimerHeap<T> {
         let (fire_at, skipped, next) = if slot.period.is_zero() {
             (deadline, 0, None)
         } else if deadline >= now {
-            (deadline, 0, Some(deadline + slot.period))
+            (deadline, 0, Some(deadline.plus(slot.period)))
         } else {
-            let late = (now - deadline).as_nanos();
+            let late = now.since(deadline).as_nanos();
             let k = (late / slot.period.as_nanos()) as u64;
-            let fire_at = deadline + mul(slot.period, k);
-            (fire_at, k, Some(fire_at + slot.period))
+            let fire_at = deadline.plus(mul(slot.period, k));
+            (fire_at, k, Some(fire_at.plus(slot.period)))
         };
         let target = slot.target.clone();
         self.arm(key.id, next);
@@ -166,6 +197,18 @@ impl<T> TimerHeap<T> {
             deadline: fire_at,
             skipped,
         })
+    }
+
+    /// Every armed timer: `(id, deadline, period)` (for re-arming after a clock jump).
+    pub(crate) fn armed(&self) -> Vec<(TimerId, K, Duration)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let s = s.as_ref()?;
+                Some((TimerId(i), s.deadline?, s.period))
+            })
+            .collect()
     }
 
     /// Rebuilds the heap without tombstones.
@@ -199,7 +242,7 @@ mod tests {
     #[test]
     fn repeating_deadlines_stay_on_the_grid() {
         let t0 = Instant::now();
-        let mut heap = TimerHeap::default();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
         let id = heap.insert(Arc::new(()), Some(t0 + ms(10)), ms(10));
         for k in 1..=1000u64 {
             let e = heap
@@ -217,7 +260,7 @@ mod tests {
     #[test]
     fn a_stall_skips_to_the_grid_instead_of_bursting() {
         let t0 = Instant::now();
-        let mut heap = TimerHeap::default();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
         heap.insert(Arc::new(()), Some(t0 + ms(10)), ms(10));
         let now = t0 + ms(55);
         let e = heap.pop_due(now, now).unwrap();
@@ -230,7 +273,7 @@ mod tests {
     #[test]
     fn cancel_leaves_a_tombstone_and_rearm_works() {
         let t0 = Instant::now();
-        let mut heap = TimerHeap::default();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
         let a = heap.insert(Arc::new('a'), Some(t0 + ms(1)), ms(10));
         let b = heap.insert(Arc::new('b'), Some(t0 + ms(2)), ms(10));
         heap.arm(a, None);
@@ -252,7 +295,7 @@ mod tests {
     #[test]
     fn one_shot_fires_once() {
         let t0 = Instant::now();
-        let mut heap = TimerHeap::default();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
         let id = heap.insert(Arc::new(()), Some(t0), Duration::ZERO);
         assert!(heap.pop_due(t0, t0).is_some());
         assert!(heap.pop_due(t0 + ms(100), t0 + ms(100)).is_none());
@@ -262,7 +305,7 @@ mod tests {
     #[test]
     fn ten_thousand_timers_fire_in_deadline_order() {
         let t0 = Instant::now();
-        let mut heap = TimerHeap::default();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
         // Deadlines in a scrambled order.
         for i in 0..10_000u64 {
             let d = (i * 7919) % 10_000;
@@ -281,7 +324,7 @@ mod tests {
     #[test]
     fn tombstones_are_compacted() {
         let t0 = Instant::now();
-        let mut heap = TimerHeap::default();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
         let id = heap.insert(Arc::new(()), Some(t0 + ms(1000)), ms(1));
         for i in 0..10_000 {
             heap.arm(id, Some(t0 + ms(1000 + i)));

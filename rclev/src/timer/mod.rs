@@ -9,7 +9,7 @@
 //! next grid point instead of bursting.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
 use crate::node::{Callback, WorkerCore};
 use crate::sync::lock;
-use heap::TimerId;
+use heap::{GridTime, SimTime, TimerId};
 use scheduler::{SchedulerCore, TimerTick};
 
 /// The scheduler's precision/CPU trade-offs. The default aims at tick lateness well under
@@ -188,19 +188,28 @@ const MODE_REPEATING: u8 = 0;
 const MODE_ONESHOT: u8 = 1;
 const MODE_INERT: u8 = 2;
 
+/// Which ordering of the scheduler a timer is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    /// The OS-deadline heap (steady, system, and ROS time without simulation).
+    Wall(TimerId),
+    /// The heap of the timer's simulated clock.
+    Sim(TimerId),
+}
+
 /// A timer. Dropping the last handle removes it from the scheduler first, so no tick is
 /// delivered afterwards.
 pub struct TimerState {
     tick: Arc<TimerTick>,
-    id: TimerId,
+    lane: Mutex<Lane>,
     sched: Arc<SchedulerCore>,
     callback: Mutex<Option<Callback<TimerInfo>>>,
     mode: AtomicU8,
     period: Duration,
     clock: Clock,
     canceled: AtomicBool,
-    /// Start of the last callback (or creation), as nanoseconds since the scheduler's epoch.
-    last_call: AtomicU64,
+    /// The timer clock's time at the start of the last callback (or at creation/reset).
+    last_call: AtomicI64,
     worker: Arc<WorkerCore>,
 }
 
@@ -227,47 +236,111 @@ pub(crate) fn create_timer(
     if mode != MODE_ONESHOT && options.period.is_zero() {
         return Err(Error::InvalidPeriod(options.period));
     }
+    let clock = match options.clock {
+        ClockType::RosTime => worker.node.clock.clone(),
+        other => worker.node.clock_of(other),
+    };
     let sched = worker.exec.timers.core.clone();
     let dispatch = EntityDispatch::unbound(worker.mailbox.clone());
     let tick = Arc::new(TimerTick::new(dispatch.clone()));
-    let heap_period = if mode == MODE_ONESHOT {
-        Duration::ZERO
-    } else {
-        options.period
-    };
+    let heap_period = if mode == MODE_ONESHOT { Duration::ZERO } else { options.period };
     // Registered disarmed; armed once the entity exists and its dispatch is bound.
-    let id = sched.insert(tick.clone(), None, heap_period);
-    let now = Instant::now();
+    let source = clock.source().cloned();
+    let sim = source.as_ref().is_some_and(|s| s.is_sim_active());
+    let lane = match &source {
+        Some(src) if sim => Lane::Sim(sched.sim_insert(src.lane, tick.clone(), None, heap_period)),
+        _ => Lane::Wall(sched.insert(tick.clone(), None, heap_period)),
+    };
     let timer = Arc::new(TimerState {
         tick,
-        id,
-        sched: sched.clone(),
+        lane: Mutex::new(lane),
+        sched,
         callback: Mutex::new(callback),
         mode: AtomicU8::new(mode),
         period: options.period,
-        clock: Clock::from_type(options.clock),
+        last_call: AtomicI64::new(clock.now().nanos),
+        clock,
         canceled: AtomicBool::new(false),
-        last_call: AtomicU64::new(now.saturating_duration_since(sched.epoch).as_nanos() as u64),
         worker: worker.clone(),
     });
     let entity: Arc<dyn Executable> = timer.clone();
     dispatch.bind(Arc::downgrade(&entity), false);
-    sched.arm(id, Some(now + options.period));
+    if let Some(src) = &source {
+        src.register_timer(Arc::downgrade(&timer));
+    }
+    timer.arm_in(Some(options.period), None);
     Ok(timer)
 }
 
 impl TimerState {
+    fn sim_lane(&self) -> u64 {
+        self.clock.source().map_or(0, |s| s.lane)
+    }
+
+    /// Arms the timer `delay` from now on its clock (`None`: cancel), optionally changing the
+    /// heap period.
+    fn arm_in(&self, delay: Option<Duration>, period: Option<Duration>) {
+        match *lock(&self.lane) {
+            Lane::Wall(id) => {
+                let deadline = delay.map(|d| Instant::now() + d);
+                match period {
+                    Some(p) => self.sched.rearm_with_period(id, p, deadline),
+                    None => self.sched.arm(id, deadline),
+                }
+            }
+            Lane::Sim(id) => {
+                let now = SimTime(self.clock.now().nanos);
+                let deadline = delay.map(|d| now.plus(d));
+                self.sched.sim_arm(self.sim_lane(), id, deadline, period);
+                // Already due (zero delay): hand over now rather than at the next `/clock`.
+                if deadline.is_some_and(|d| d <= now) {
+                    self.sched.sim_advance(self.sim_lane(), now);
+                }
+            }
+        }
+    }
+
+    /// Time left until the next call on the current time base; `None` if disarmed.
+    pub(crate) fn time_credit(&self) -> Option<Duration> {
+        self.time_until_next_call()
+    }
+
+    /// Moves the timer between the wall and the simulated ordering when simulation time is
+    /// switched on or off, keeping `credit` until its next call (rcl semantics).
+    pub(crate) fn switch_lane(&self, to_sim: bool, credit: Option<Duration>) {
+        let mut lane = lock(&self.lane);
+        let period = if self.is_oneshot() { Duration::ZERO } else { self.period };
+        let next = match (*lane, to_sim) {
+            (Lane::Wall(id), true) => {
+                self.sched.remove(id);
+                Lane::Sim(self.sched.sim_insert(self.sim_lane(), self.tick.clone(), None, period))
+            }
+            (Lane::Sim(id), false) => {
+                self.sched.sim_remove(self.sim_lane(), id);
+                self.tick.sim.store(false, Ordering::Release);
+                Lane::Wall(self.sched.insert(self.tick.clone(), None, period))
+            }
+            (current, _) => current,
+        };
+        *lane = next;
+        drop(lane);
+        self.last_call.store(self.clock.now().nanos, Ordering::Release);
+        if !self.is_canceled() {
+            self.arm_in(credit, None);
+        }
+    }
+
     /// Restarts the period from now (re-arming a cancelled or spent timer).
     pub fn reset(&self) {
         self.canceled.store(false, Ordering::Release);
-        self.sched.arm(self.id, Some(Instant::now() + self.period));
+        self.arm_in(Some(self.period), None);
     }
 
     /// Stops the timer until [`reset`](Self::reset). A tick already handed to the worker is
     /// dropped too.
     pub fn cancel(&self) {
         self.canceled.store(true, Ordering::Release);
-        self.sched.arm(self.id, None);
+        self.arm_in(None, None);
     }
 
     /// Whether the timer is cancelled.
@@ -280,22 +353,31 @@ impl TimerState {
         self.period
     }
 
-    /// The clock the timer reports times on.
+    /// The clock the timer follows.
     pub fn clock(&self) -> &Clock {
         &self.clock
     }
 
-    /// Time until the next tick; zero if one is due; `None` if cancelled or a spent one-shot.
+    /// Time until the next tick on the timer's clock; zero if one is due; `None` if cancelled
+    /// or a spent one-shot.
     pub fn time_until_next_call(&self) -> Option<Duration> {
-        self.sched
-            .deadline(self.id)
-            .map(|d| d.saturating_duration_since(Instant::now()))
+        match *lock(&self.lane) {
+            Lane::Wall(id) => self
+                .sched
+                .deadline(id)
+                .map(|d| d.saturating_duration_since(Instant::now())),
+            Lane::Sim(id) => self
+                .sched
+                .sim_deadline(self.sim_lane(), id)
+                .map(|d| d.since(SimTime(self.clock.now().nanos))),
+        }
     }
 
-    /// Time since the last callback started (or since the timer was created).
+    /// Time on the timer's clock since the last callback started (or since the timer was
+    /// created, reset or moved between time bases).
     pub fn time_since_last_call(&self) -> Duration {
-        let last = self.sched.epoch + Duration::from_nanos(self.last_call.load(Ordering::Acquire));
-        Instant::now().saturating_duration_since(last)
+        let elapsed = self.clock.now().nanos - self.last_call.load(Ordering::Acquire);
+        Duration::from_nanos(elapsed.max(0) as u64)
     }
 
     /// Ticks dropped over the timer's life (late or coalesced).
@@ -334,20 +416,16 @@ impl TimerState {
         // A tick handed over under the old mode is not one of the new mode's: the new mode
         // starts at the next deadline.
         self.tick.due.swap(0, Ordering::AcqRel);
-        let period = if mode == MODE_ONESHOT {
-            Duration::ZERO
-        } else {
-            self.period
-        };
-        let deadline = match self.sched.deadline(self.id) {
+        let period = if mode == MODE_ONESHOT { Duration::ZERO } else { self.period };
+        let delay = match self.time_until_next_call() {
             Some(d) => Some(d),
             None if self.is_canceled() => None,
-            None => Some(Instant::now() + self.period),
+            None => Some(self.period),
         };
-        self.sched.rearm_with_period(self.id, period, deadline);
+        self.arm_in(delay, Some(period));
     }
 
-    fn time_on_clock(&self, at: Instant, now: Instant, clock_now: Time) -> Time {
+    fn wall_time(&self, at: Instant, now: Instant, clock_now: Time) -> Time {
         if clock_now.clock_type == ClockType::SteadyTime {
             // `Instant` reads CLOCK_MONOTONIC too: map through the fixed epoch, so grid points
             // stay exact multiples of the period apart.
@@ -364,16 +442,26 @@ impl TimerState {
             clock_type: clock_now.clock_type,
         }
     }
-}
 
-impl Executable for TimerState {
-    fn execute(&self, cx: &mut ExecContext<'_>) {
+    /// Takes the handed-over tick and works out its call times; `None` if there is none.
+    fn take_tick(&self) -> Option<TimerInfo> {
         let stamp = self.tick.due.swap(0, Ordering::AcqRel);
         if stamp == 0 || self.is_canceled() {
-            return;
+            return None;
+        }
+        if self.tick.sim.load(Ordering::Acquire) {
+            // Simulated time: handed over when `/clock` passed the deadline, never early.
+            return Some(TimerInfo {
+                expected_call_time: Time {
+                    nanos: (stamp - 1) as i64,
+                    clock_type: ClockType::RosTime,
+                },
+                actual_call_time: self.clock.now(),
+                missed_ticks: self.tick.missed.swap(0, Ordering::AcqRel),
+            });
         }
         let expected = self.sched.epoch + Duration::from_nanos(stamp - 1);
-        // Ticks may be handed over up to `handoff_lead` early; never call back before the
+        // Ticks are handed over up to the hand-off lead early; never call back before the
         // deadline.
         let mut now = Instant::now();
         let early = expected.saturating_duration_since(now).as_nanos() as i64
@@ -383,22 +471,29 @@ impl Executable for TimerState {
             std::hint::spin_loop();
             now = Instant::now();
         }
-        self.last_call.store(
-            now.saturating_duration_since(self.sched.epoch).as_nanos() as u64,
-            Ordering::Release,
-        );
-        let missed = self.tick.missed.swap(0, Ordering::AcqRel);
-        let mut callback = lock(&self.callback);
-        let Some(callback) = callback.as_mut() else {
+        let clock_now = if self.clock.clock_type() == ClockType::SteadyTime {
+            Time { nanos: 0, clock_type: ClockType::SteadyTime }
+        } else {
+            self.clock.now()
+        };
+        Some(TimerInfo {
+            expected_call_time: self.wall_time(expected, now, clock_now),
+            actual_call_time: self.wall_time(now, now, clock_now),
+            missed_ticks: self.tick.missed.swap(0, Ordering::AcqRel),
+        })
+    }
+}
+
+impl Executable for TimerState {
+    fn execute(&self, cx: &mut ExecContext<'_>) {
+        let Some(info) = self.take_tick() else {
             return;
         };
-        let clock_now = self.clock.now();
-        let info = TimerInfo {
-            expected_call_time: self.time_on_clock(expected, now, clock_now),
-            actual_call_time: self.time_on_clock(now, now, clock_now),
-            missed_ticks: missed,
-        };
-        callback.call(cx, "timer", &self.worker.exec, info);
+        self.last_call.store(info.actual_call_time.nanos, Ordering::Release);
+        let mut callback = lock(&self.callback);
+        if let Some(callback) = callback.as_mut() {
+            callback.call(cx, "timer", &self.worker.exec, info);
+        }
     }
 
     fn dispatch(&self) -> &EntityDispatch {
@@ -408,8 +503,11 @@ impl Executable for TimerState {
 
 impl Drop for TimerState {
     fn drop(&mut self) {
-        // First, so the scheduler thread can no longer pick this timer up.
-        self.sched.remove(self.id);
+        // First, so the scheduler can no longer pick this timer up.
+        match *lock(&self.lane) {
+            Lane::Wall(id) => self.sched.remove(id),
+            Lane::Sim(id) => self.sched.sim_remove(self.sim_lane(), id),
+        }
     }
 }
 

@@ -38,7 +38,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::heap::{Expiry, TimerHeap, TimerId};
+use std::collections::HashMap;
+
+use super::heap::{Expiry, GridTime, SimTime, TimerHeap, TimerId};
 use super::TimerPrecision;
 use crate::executor::dispatch::EntityDispatch;
 use crate::sync::{model_lock as lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
@@ -54,6 +56,8 @@ pub(crate) struct TimerTick {
     pub(crate) missed: AtomicU64,
     /// Ticks dropped over the timer's life.
     pub(crate) dropped_total: AtomicU64,
+    /// `due` holds a simulated time (ns + 1) rather than an offset from the epoch.
+    pub(crate) sim: std::sync::atomic::AtomicBool,
 }
 
 impl TimerTick {
@@ -63,6 +67,7 @@ impl TimerTick {
             due: AtomicU64::new(0),
             missed: AtomicU64::new(0),
             dropped_total: AtomicU64::new(0),
+            sim: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -84,6 +89,9 @@ enum Waiter {
 
 struct SchedState {
     heap: TimerHeap<TimerTick>,
+    /// Timers paced by simulated clocks, one heap per clock ("lane"), keyed in simulated time.
+    /// The thread never waits on these: they are examined only when their clock moves.
+    sim: HashMap<u64, TimerHeap<TimerTick, SimTime>>,
     waiter: Waiter,
     shutdown: bool,
 }
@@ -109,6 +117,7 @@ impl SchedulerCore {
         Self {
             state: Mutex::new(SchedState {
                 heap: TimerHeap::default(),
+                sim: HashMap::new(),
                 waiter: Waiter::Busy,
                 shutdown: false,
             }),
@@ -237,15 +246,18 @@ impl SchedulerCore {
 
     /// Hands one expiry to its timer. Runs without the scheduler lock.
     fn deliver(&self, expiry: Expiry<TimerTick>) {
-        let tick = &expiry.target;
-        if expiry.skipped > 0 {
-            tick.drop_ticks(expiry.skipped);
-        }
         let stamp = expiry
             .deadline
             .saturating_duration_since(self.epoch)
             .as_nanos() as u64
             + 1;
+        Self::hand_over(&expiry.target, stamp, expiry.skipped);
+    }
+
+    fn hand_over(tick: &TimerTick, stamp: u64, skipped: u64) {
+        if skipped > 0 {
+            tick.drop_ticks(skipped);
+        }
         if tick
             .due
             .compare_exchange(0, stamp, Ordering::AcqRel, Ordering::Acquire)
@@ -255,6 +267,78 @@ impl SchedulerCore {
         } else {
             // The previous tick's callback has not started: drop this one (no backlog).
             tick.drop_ticks(1);
+        }
+    }
+
+    /// Adds a timer to the lane of simulated clock `lane`.
+    pub(crate) fn sim_insert(
+        &self,
+        lane: u64,
+        tick: Arc<TimerTick>,
+        deadline: Option<SimTime>,
+        period: Duration,
+    ) -> TimerId {
+        tick.sim.store(true, std::sync::atomic::Ordering::Release);
+        lock(&self.state)
+            .sim
+            .entry(lane)
+            .or_default()
+            .insert(tick, deadline, period)
+    }
+
+    /// Re-arms or cancels a simulated-clock timer, optionally with a new period.
+    pub(crate) fn sim_arm(&self, lane: u64, id: TimerId, deadline: Option<SimTime>, period: Option<Duration>) {
+        if let Some(heap) = lock(&self.state).sim.get_mut(&lane) {
+            if let Some(p) = period {
+                heap.set_period(id, p);
+            }
+            heap.arm(id, deadline);
+        }
+    }
+
+    /// Removes a simulated-clock timer.
+    pub(crate) fn sim_remove(&self, lane: u64, id: TimerId) {
+        if let Some(heap) = lock(&self.state).sim.get_mut(&lane) {
+            heap.remove(id);
+        }
+    }
+
+    /// A simulated-clock timer's next deadline.
+    pub(crate) fn sim_deadline(&self, lane: u64, id: TimerId) -> Option<SimTime> {
+        lock(&self.state).sim.get(&lane)?.slot(id)?.deadline
+    }
+
+    /// Simulated clock `lane` moved forward to `now`: hands over every timer now due, one call
+    /// per timer with the grid points it skipped counted as missed. Costs O(k log n) for k
+    /// timers due out of n; the others are not looked at.
+    pub(crate) fn sim_advance(&self, lane: u64, now: SimTime) {
+        let mut due = Vec::new();
+        {
+            let mut state = lock(&self.state);
+            let Some(heap) = state.sim.get_mut(&lane) else {
+                return;
+            };
+            while let Some(e) = heap.pop_due(now, now) {
+                due.push(e);
+            }
+        }
+        for e in due {
+            Self::hand_over(&e.target, e.deadline.0.max(0) as u64 + 1, e.skipped);
+        }
+    }
+
+    /// Simulated clock `lane` jumped back to `now`: as rcl does, a repeating timer whose last
+    /// grid point lies after `now` restarts one period from `now`. O(n), on backward jumps only.
+    pub(crate) fn sim_jumped_back(&self, lane: u64, now: SimTime) {
+        let mut state = lock(&self.state);
+        let Some(heap) = state.sim.get_mut(&lane) else {
+            return;
+        };
+        for (id, deadline, period) in heap.armed() {
+            let last = SimTime(deadline.0 - period.as_nanos() as i64);
+            if !period.is_zero() && last > now {
+                heap.arm(id, Some(now.plus(period)));
+            }
         }
     }
 

@@ -1,0 +1,307 @@
+//! The ROS time source behind a ROS-time [`Clock`](super::Clock): system time until simulation
+//! time is activated, then the latest `/clock` value; jump callbacks; simulated-time sleepers.
+//!
+//! Who calls what: `/clock` messages arrive through the node's `/clock` subscription, whose
+//! callback (on the node's default worker) calls [`RosTimeSource::set_sim_time`]; the node's
+//! `use_sim_time` parameter calls [`RosTimeSource::set_sim_active`] on the thread that sets it.
+//! Both run the jump callbacks on that same thread: `pre` before the new time is visible,
+//! `post` after, as rcl does. Neither holds `inner` while calling back into user code.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::Waker;
+use std::time::Duration;
+
+use super::system_nanos;
+use crate::sync::lock;
+use crate::timer::heap::SimTime;
+use crate::timer::scheduler::SchedulerCore;
+use crate::timer::TimerState;
+
+/// Shutdown signal shared by an executor and the clocks of its nodes, so sleeps end on
+/// shutdown.
+#[derive(Default)]
+pub(crate) struct Lifeline {
+    ended: AtomicBool,
+    pub(crate) notify: tokio::sync::Notify,
+    sources: Mutex<Vec<Weak<RosTimeSource>>>,
+}
+
+impl Lifeline {
+    pub(crate) fn is_ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+    }
+    pub(crate) fn end(&self) {
+        self.ended.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+        let sources: Vec<_> = lock(&self.sources).iter().filter_map(Weak::upgrade).collect();
+        for s in sources {
+            s.wake_all_sleepers();
+        }
+    }
+    pub(crate) fn watch(&self, source: &Arc<RosTimeSource>) {
+        let mut sources = lock(&self.sources);
+        sources.retain(|w| w.strong_count() > 0);
+        sources.push(Arc::downgrade(source));
+    }
+}
+
+/// How a jump changed the clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockChange {
+    /// Same source, the time stepped.
+    NoChange,
+    /// Simulation time was switched on.
+    RosTimeActivated,
+    /// Simulation time was switched off.
+    RosTimeDeactivated,
+}
+
+/// A time jump, as passed to jump callbacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeJump {
+    /// Whether the source changed.
+    pub clock_change: ClockChange,
+    /// New time minus old time, in nanoseconds.
+    pub delta_nanos: i64,
+}
+
+/// Which jumps a jump callback wants (as `rcl_jump_threshold_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JumpThreshold {
+    /// Called when simulation time is switched on or off.
+    pub on_clock_change: bool,
+    /// Called for forward steps of at least this much.
+    pub min_forward: Option<Duration>,
+    /// Called for backward steps of at least this much (any backward step if zero).
+    pub min_backward: Option<Duration>,
+}
+
+impl JumpThreshold {
+    fn matches(&self, jump: &TimeJump) -> bool {
+        match jump.clock_change {
+            ClockChange::RosTimeActivated | ClockChange::RosTimeDeactivated => self.on_clock_change,
+            ClockChange::NoChange if jump.delta_nanos > 0 => self
+                .min_forward
+                .is_some_and(|d| jump.delta_nanos as u128 >= d.as_nanos().max(1)),
+            ClockChange::NoChange if jump.delta_nanos < 0 => self
+                .min_backward
+                .is_some_and(|d| jump.delta_nanos.unsigned_abs() as u128 >= d.as_nanos()),
+            ClockChange::NoChange => false,
+        }
+    }
+}
+
+type JumpFn = Box<dyn FnMut(&TimeJump) + Send>;
+
+struct JumpEntry {
+    threshold: JumpThreshold,
+    pre: Mutex<JumpFn>,
+    post: Mutex<JumpFn>,
+}
+
+/// Keeps jump callbacks registered; dropping it unregisters them.
+pub struct JumpHandle {
+    _entry: Arc<JumpEntry>,
+}
+
+impl std::fmt::Debug for JumpHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JumpHandle")
+            .field("threshold", &self._entry.threshold)
+            .finish()
+    }
+}
+
+#[derive(Default)]
+struct SourceInner {
+    jumps: Vec<Weak<JumpEntry>>,
+    timers: Vec<Weak<TimerState>>,
+    /// Simulated-time sleepers by (deadline, id).
+    sleepers: BTreeMap<(i64, u64), Waker>,
+    next_sleeper: u64,
+}
+
+static NEXT_LANE: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) struct RosTimeSource {
+    /// This clock's lane in the timer scheduler.
+    pub(crate) lane: u64,
+    sim_active: AtomicBool,
+    /// Latest `/clock` time in ns (0 until the first message, as in rcl).
+    sim_now: AtomicI64,
+    /// Bumped whenever sleepers must re-check (activation changes, shutdown).
+    generation: AtomicU64,
+    sched: Option<Weak<SchedulerCore>>,
+    inner: Mutex<SourceInner>,
+    /// Serialises time changes so jump callbacks see them in order.
+    change: Mutex<()>,
+}
+
+impl RosTimeSource {
+    pub(crate) fn new(sched: Option<Weak<SchedulerCore>>) -> Self {
+        Self {
+            lane: NEXT_LANE.fetch_add(1, Ordering::Relaxed),
+            sim_active: AtomicBool::new(false),
+            sim_now: AtomicI64::new(0),
+            generation: AtomicU64::new(0),
+            sched,
+            inner: Mutex::new(SourceInner::default()),
+            change: Mutex::new(()),
+        }
+    }
+
+    pub(crate) fn scheduler(&self) -> Option<Arc<SchedulerCore>> {
+        self.sched.as_ref()?.upgrade()
+    }
+
+    pub(crate) fn is_sim_active(&self) -> bool {
+        self.sim_active.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn sim_now(&self) -> i64 {
+        self.sim_now.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn now_nanos(&self) -> i64 {
+        if self.is_sim_active() {
+            self.sim_now()
+        } else {
+            system_nanos()
+        }
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn register_timer(&self, timer: Weak<TimerState>) {
+        let mut inner = lock(&self.inner);
+        inner.timers.retain(|w| w.strong_count() > 0);
+        inner.timers.push(timer);
+    }
+
+    pub(crate) fn add_jump_callback(&self, threshold: JumpThreshold, pre: JumpFn, post: JumpFn) -> JumpHandle {
+        let entry = Arc::new(JumpEntry {
+            threshold,
+            pre: Mutex::new(pre),
+            post: Mutex::new(post),
+        });
+        let mut inner = lock(&self.inner);
+        inner.jumps.retain(|w| w.strong_count() > 0);
+        inner.jumps.push(Arc::downgrade(&entry));
+        JumpHandle { _entry: entry }
+    }
+
+    fn jump_entries(&self, jump: &TimeJump) -> Vec<Arc<JumpEntry>> {
+        lock(&self.inner)
+            .jumps
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|e| e.threshold.matches(jump))
+            .collect()
+    }
+
+    fn call_jumps(entries: &[Arc<JumpEntry>], jump: &TimeJump, pre: bool) {
+        for e in entries {
+            let slot = if pre { &e.pre } else { &e.post };
+            let mut f = lock(slot);
+            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(jump))) {
+                tracing::error!(target: "rclev", "jump callback panicked: {}", crate::error::panic_message(&*p));
+            }
+        }
+    }
+
+    /// Switches simulation time on or off; ROS-time timers carry the time left until their next
+    /// call over to the new time base (rcl's "time credit").
+    pub(crate) fn set_sim_active(&self, active: bool) {
+        let _serial = lock(&self.change);
+        if self.is_sim_active() == active {
+            return;
+        }
+        let before = self.now_nanos();
+        let after = if active { self.sim_now() } else { system_nanos() };
+        let jump = TimeJump {
+            clock_change: if active { ClockChange::RosTimeActivated } else { ClockChange::RosTimeDeactivated },
+            delta_nanos: after - before,
+        };
+        let entries = self.jump_entries(&jump);
+        Self::call_jumps(&entries, &jump, true);
+        let timers: Vec<_> = lock(&self.inner).timers.iter().filter_map(Weak::upgrade).collect();
+        let credits: Vec<_> = timers.iter().map(|t| t.time_credit()).collect();
+        self.sim_active.store(active, Ordering::Release);
+        for (t, credit) in timers.iter().zip(credits) {
+            t.switch_lane(active, credit);
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.wake_all_sleepers();
+        Self::call_jumps(&entries, &jump, false);
+    }
+
+    /// A new `/clock` value. While simulation time is active this paces the lane's timers
+    /// (O(k log n) for k due), wakes due sleepers and runs jump callbacks for steps that cross
+    /// their thresholds; otherwise the value is only remembered.
+    pub(crate) fn set_sim_time(&self, nanos: i64) {
+        let _serial = lock(&self.change);
+        if !self.is_sim_active() {
+            self.sim_now.store(nanos, Ordering::Release);
+            return;
+        }
+        let old = self.sim_now();
+        let jump = TimeJump {
+            clock_change: ClockChange::NoChange,
+            delta_nanos: nanos - old,
+        };
+        let entries = self.jump_entries(&jump);
+        Self::call_jumps(&entries, &jump, true);
+        self.sim_now.store(nanos, Ordering::Release);
+        if let Some(sched) = self.scheduler() {
+            if nanos < old {
+                sched.sim_jumped_back(self.lane, SimTime(nanos));
+            }
+            sched.sim_advance(self.lane, SimTime(nanos));
+        }
+        self.wake_sleepers_until(nanos);
+        Self::call_jumps(&entries, &jump, false);
+    }
+
+    fn wake_sleepers_until(&self, nanos: i64) {
+        let woken: Vec<Waker> = {
+            let mut inner = lock(&self.inner);
+            let later = inner.sleepers.split_off(&(nanos.saturating_add(1), 0));
+            std::mem::replace(&mut inner.sleepers, later).into_values().collect()
+        };
+        for w in woken {
+            w.wake();
+        }
+    }
+
+    pub(crate) fn wake_all_sleepers(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        let woken: Vec<Waker> = std::mem::take(&mut lock(&self.inner).sleepers).into_values().collect();
+        for w in woken {
+            w.wake();
+        }
+    }
+
+    /// Registers (or refreshes) a simulated-time sleeper; `None` if `until` has already
+    /// passed or the generation moved (the caller re-checks).
+    pub(crate) fn register_sleeper(&self, key: Option<(i64, u64)>, until: i64, generation: u64, waker: &Waker) -> Option<(i64, u64)> {
+        let mut inner = lock(&self.inner);
+        // Re-checked under the lock `set_sim_time` takes to wake sleepers.
+        if self.sim_now() >= until || self.generation() != generation {
+            return None;
+        }
+        let key = key.unwrap_or_else(|| {
+            inner.next_sleeper += 1;
+            (until, inner.next_sleeper)
+        });
+        inner.sleepers.insert(key, waker.clone());
+        Some(key)
+    }
+
+    pub(crate) fn remove_sleeper(&self, key: (i64, u64)) {
+        lock(&self.inner).sleepers.remove(&key);
+    }
+}

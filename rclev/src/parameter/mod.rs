@@ -1,0 +1,566 @@
+//! Node parameters: declare, get, set, descriptors with read-only flags and ranges, set-callbacks
+//! that can reject a change, and overrides given at node creation (`--ros-args -p name:=value`
+//! or [`NodeOptions::parameter_override`](crate::NodeOptions::parameter_override)).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::sync::lock;
+
+/// A parameter's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParameterValue {
+    /// `bool`.
+    Bool(bool),
+    /// `int64`.
+    Integer(i64),
+    /// `double`.
+    Double(f64),
+    /// `string`.
+    String(String),
+    /// `byte[]`.
+    ByteArray(Vec<u8>),
+    /// `bool[]`.
+    BoolArray(Vec<bool>),
+    /// `int64[]`.
+    IntegerArray(Vec<i64>),
+    /// `double[]`.
+    DoubleArray(Vec<f64>),
+    /// `string[]`.
+    StringArray(Vec<String>),
+}
+
+impl ParameterValue {
+    /// The type's name, as ROS 2 tools print it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::Bool(_) => "bool",
+            Self::Integer(_) => "integer",
+            Self::Double(_) => "double",
+            Self::String(_) => "string",
+            Self::ByteArray(_) => "byte_array",
+            Self::BoolArray(_) => "bool_array",
+            Self::IntegerArray(_) => "integer_array",
+            Self::DoubleArray(_) => "double_array",
+            Self::StringArray(_) => "string_array",
+        }
+    }
+
+    fn same_type(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+
+    /// Parses a command-line value the way `ros2 run … -p name:=value` does (YAML scalars and
+    /// flow sequences): `true`, `3`, `2.5`, `[1, 2]`, `['a', 'b']`, anything else a string.
+    pub fn parse(text: &str) -> Self {
+        let t = text.trim();
+        if let Some(inner) = t.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            let items: Vec<ParameterValue> = inner
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(Self::parse)
+                .collect();
+            return Self::array_of(items, inner);
+        }
+        match t {
+            "true" | "True" | "TRUE" => return Self::Bool(true),
+            "false" | "False" | "FALSE" => return Self::Bool(false),
+            _ => {}
+        }
+        if let Ok(i) = t.parse::<i64>() {
+            return Self::Integer(i);
+        }
+        if let Ok(f) = t.parse::<f64>() {
+            return Self::Double(f);
+        }
+        let unquoted = t
+            .strip_prefix('\'')
+            .and_then(|r| r.strip_suffix('\''))
+            .or_else(|| t.strip_prefix('"').and_then(|r| r.strip_suffix('"')))
+            .unwrap_or(t);
+        Self::String(unquoted.to_string())
+    }
+
+    fn array_of(items: Vec<ParameterValue>, raw: &str) -> Self {
+        if items.iter().all(|v| matches!(v, Self::Bool(_))) && !items.is_empty() {
+            return Self::BoolArray(items.into_iter().map(|v| matches!(v, Self::Bool(true))).collect());
+        }
+        if items.iter().all(|v| matches!(v, Self::Integer(_))) {
+            return Self::IntegerArray(
+                items
+                    .into_iter()
+                    .map(|v| if let Self::Integer(i) = v { i } else { 0 })
+                    .collect(),
+            );
+        }
+        if items.iter().all(|v| matches!(v, Self::Integer(_) | Self::Double(_))) {
+            return Self::DoubleArray(
+                items
+                    .into_iter()
+                    .map(|v| match v {
+                        Self::Integer(i) => i as f64,
+                        Self::Double(d) => d,
+                        _ => 0.0,
+                    })
+                    .collect(),
+            );
+        }
+        if items.iter().all(|v| matches!(v, Self::String(_))) {
+            return Self::StringArray(
+                items
+                    .into_iter()
+                    .map(|v| if let Self::String(s) = v { s } else { String::new() })
+                    .collect(),
+            );
+        }
+        Self::String(format!("[{raw}]"))
+    }
+}
+
+impl fmt::Display for ParameterValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Bool(v) => write!(f, "{v}"),
+            Self::Integer(v) => write!(f, "{v}"),
+            Self::Double(v) => write!(f, "{v}"),
+            Self::String(v) => write!(f, "{v}"),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+macro_rules! from_value {
+    ($($t:ty => $variant:ident),*) => {$(
+        impl From<$t> for ParameterValue {
+            fn from(v: $t) -> Self { Self::$variant(v.into()) }
+        }
+    )*};
+}
+from_value!(bool => Bool, i64 => Integer, f64 => Double, String => String, &str => String,
+    Vec<u8> => ByteArray, Vec<bool> => BoolArray, Vec<i64> => IntegerArray,
+    Vec<f64> => DoubleArray, Vec<String> => StringArray);
+
+impl From<i32> for ParameterValue {
+    fn from(v: i32) -> Self {
+        Self::Integer(v.into())
+    }
+}
+
+/// An inclusive range with an optional step, as in `rcl_interfaces/IntegerRange` and
+/// `FloatingPointRange`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range<T> {
+    /// Smallest allowed value.
+    pub from: T,
+    /// Largest allowed value.
+    pub to: T,
+    /// Allowed values are `from + k·step`; zero allows any value in range.
+    pub step: T,
+}
+
+/// What a parameter may hold.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParameterDescriptor {
+    /// Human-readable description.
+    pub description: String,
+    /// Refuse every change after declaration.
+    pub read_only: bool,
+    /// Allow values of another type than the declared one.
+    pub dynamic_typing: bool,
+    /// Allowed range of an integer parameter.
+    pub integer_range: Option<Range<i64>>,
+    /// Allowed range of a double parameter.
+    pub floating_point_range: Option<Range<f64>>,
+}
+
+impl ParameterDescriptor {
+    /// A read-only descriptor.
+    pub fn read_only() -> Self {
+        Self {
+            read_only: true,
+            ..Self::default()
+        }
+    }
+    /// Sets an integer range.
+    pub fn integer_range(mut self, from: i64, to: i64, step: i64) -> Self {
+        self.integer_range = Some(Range { from, to, step });
+        self
+    }
+    /// Sets a floating-point range.
+    pub fn floating_point_range(mut self, from: f64, to: f64, step: f64) -> Self {
+        self.floating_point_range = Some(Range { from, to, step });
+        self
+    }
+
+    fn check(&self, value: &ParameterValue) -> Result<(), String> {
+        match (value, &self.integer_range, &self.floating_point_range) {
+            (ParameterValue::Integer(v), Some(r), _) => {
+                let on_step = r.step == 0 || (v - r.from) % r.step == 0 || *v == r.to;
+                if *v < r.from || *v > r.to || !on_step {
+                    return Err(format!("{v} is outside [{}, {}] step {}", r.from, r.to, r.step));
+                }
+            }
+            (ParameterValue::Double(v), _, Some(r)) => {
+                let tolerance = 1e-9 * r.step.abs().max(1.0);
+                let on_step = r.step == 0.0 || {
+                    let k = ((v - r.from) / r.step).round();
+                    (r.from + k * r.step - v).abs() <= tolerance || (v - r.to).abs() <= tolerance
+                };
+                if *v < r.from - tolerance || *v > r.to + tolerance || !on_step {
+                    return Err(format!("{v} is outside [{}, {}] step {}", r.from, r.to, r.step));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// A named value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parameter {
+    /// The name.
+    pub name: String,
+    /// The value.
+    pub value: ParameterValue,
+}
+
+/// Why a parameter operation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParameterError {
+    /// `declare_parameter` for a name that is already declared.
+    #[error("parameter {0:?} is already declared")]
+    AlreadyDeclared(String),
+    /// `set_parameter` for a name never declared.
+    #[error("parameter {0:?} is not declared")]
+    NotDeclared(String),
+    /// The parameter is read-only.
+    #[error("parameter {0:?} is read-only")]
+    ReadOnly(String),
+    /// The value has another type than the declared one.
+    #[error("parameter {name:?} is {expected}, not {got}")]
+    WrongType {
+        /// The parameter.
+        name: String,
+        /// Its declared type.
+        expected: &'static str,
+        /// The type given.
+        got: &'static str,
+    },
+    /// The value is outside the descriptor's range.
+    #[error("parameter {name:?}: {reason}")]
+    OutOfRange {
+        /// The parameter.
+        name: String,
+        /// Which bound it breaks.
+        reason: String,
+    },
+    /// A set-callback rejected the change.
+    #[error("parameter change rejected: {0}")]
+    Rejected(String),
+    /// An override given for the parameter cannot be used with its declaration.
+    #[error("override for {name:?} is invalid: {reason}")]
+    InvalidOverride {
+        /// The parameter.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A set-callback's verdict: `Ok` accepts, `Err(reason)` rejects the whole change.
+pub type SetParametersResult = Result<(), String>;
+
+type SetCallback = dyn Fn(&[Parameter]) -> SetParametersResult + Send + Sync;
+type ChangeHook = dyn Fn(&Parameter) + Send + Sync;
+
+struct Declared {
+    value: ParameterValue,
+    descriptor: ParameterDescriptor,
+}
+
+#[derive(Default)]
+struct Store {
+    declared: BTreeMap<String, Declared>,
+    overrides: BTreeMap<String, ParameterValue>,
+    callbacks: Vec<Weak<SetCallback>>,
+    /// Internal observers (e.g. `use_sim_time` → the time source), called after a change.
+    hooks: Vec<(String, Arc<ChangeHook>)>,
+}
+
+/// A node's parameters.
+#[derive(Default)]
+pub struct Parameters {
+    store: Mutex<Store>,
+}
+
+/// Keeps a set-callback registered; dropping it unregisters the callback.
+pub struct SetCallbackHandle {
+    _callback: Arc<SetCallback>,
+}
+
+impl fmt::Debug for SetCallbackHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SetCallbackHandle")
+    }
+}
+
+impl Parameters {
+    pub(crate) fn with_overrides(overrides: BTreeMap<String, ParameterValue>) -> Self {
+        Self {
+            store: Mutex::new(Store {
+                overrides,
+                ..Store::default()
+            }),
+        }
+    }
+
+    /// Declares a parameter; an override given at node creation replaces `default`. Returns
+    /// the value in effect.
+    pub fn declare(
+        &self,
+        name: &str,
+        default: impl Into<ParameterValue>,
+        descriptor: ParameterDescriptor,
+    ) -> Result<ParameterValue, ParameterError> {
+        let default = default.into();
+        let mut store = lock(&self.store);
+        if store.declared.contains_key(name) {
+            return Err(ParameterError::AlreadyDeclared(name.to_string()));
+        }
+        let value = match store.overrides.get(name) {
+            Some(o) => {
+                let o = coerce(o, &default);
+                if !descriptor.dynamic_typing && !o.same_type(&default) {
+                    return Err(ParameterError::InvalidOverride {
+                        name: name.to_string(),
+                        reason: format!("{} given for a {} parameter", o.type_name(), default.type_name()),
+                    });
+                }
+                descriptor.check(&o).map_err(|reason| ParameterError::InvalidOverride {
+                    name: name.to_string(),
+                    reason,
+                })?;
+                o
+            }
+            None => default,
+        };
+        store.declared.insert(
+            name.to_string(),
+            Declared {
+                value: value.clone(),
+                descriptor,
+            },
+        );
+        Ok(value)
+    }
+
+    /// The value of a declared parameter.
+    pub fn get(&self, name: &str) -> Option<ParameterValue> {
+        lock(&self.store).declared.get(name).map(|d| d.value.clone())
+    }
+
+    /// The descriptor of a declared parameter.
+    pub fn describe(&self, name: &str) -> Option<ParameterDescriptor> {
+        lock(&self.store).declared.get(name).map(|d| d.descriptor.clone())
+    }
+
+    /// Names of all declared parameters, sorted.
+    pub fn names(&self) -> Vec<String> {
+        lock(&self.store).declared.keys().cloned().collect()
+    }
+
+    /// Sets one parameter (see [`set_all`](Self::set_all)).
+    pub fn set(&self, name: &str, value: impl Into<ParameterValue>) -> Result<(), ParameterError> {
+        self.set_all(&[Parameter {
+            name: name.to_string(),
+            value: value.into(),
+        }])
+    }
+
+    /// Sets several parameters atomically: every value is checked against its descriptor and
+    /// every set-callback, and either all change or none does.
+    pub fn set_all(&self, changes: &[Parameter]) -> Result<(), ParameterError> {
+        let (callbacks, hooks) = {
+            let store = lock(&self.store);
+            for p in changes {
+                let d = store
+                    .declared
+                    .get(&p.name)
+                    .ok_or_else(|| ParameterError::NotDeclared(p.name.clone()))?;
+                if d.descriptor.read_only {
+                    return Err(ParameterError::ReadOnly(p.name.clone()));
+                }
+                if !d.descriptor.dynamic_typing && !p.value.same_type(&d.value) {
+                    return Err(ParameterError::WrongType {
+                        name: p.name.clone(),
+                        expected: d.value.type_name(),
+                        got: p.value.type_name(),
+                    });
+                }
+                d.descriptor.check(&p.value).map_err(|reason| ParameterError::OutOfRange {
+                    name: p.name.clone(),
+                    reason,
+                })?;
+            }
+            let callbacks: Vec<_> = store.callbacks.iter().filter_map(Weak::upgrade).collect();
+            (callbacks, store.hooks.clone())
+        };
+        // Called without the lock, so a callback may read parameters.
+        for cb in callbacks {
+            cb(changes).map_err(ParameterError::Rejected)?;
+        }
+        {
+            let mut store = lock(&self.store);
+            store.callbacks.retain(|w| w.strong_count() > 0);
+            for p in changes {
+                if let Some(d) = store.declared.get_mut(&p.name) {
+                    d.value = p.value.clone();
+                }
+            }
+        }
+        for p in changes {
+            for (name, hook) in &hooks {
+                if *name == p.name {
+                    hook(p);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers a callback asked before every change; it can reject it with a reason.
+    pub fn add_on_set_callback(
+        &self,
+        callback: impl Fn(&[Parameter]) -> SetParametersResult + Send + Sync + 'static,
+    ) -> SetCallbackHandle {
+        let cb: Arc<SetCallback> = Arc::new(callback);
+        lock(&self.store).callbacks.push(Arc::downgrade(&cb));
+        SetCallbackHandle { _callback: cb }
+    }
+
+    pub(crate) fn on_change(&self, name: &str, hook: impl Fn(&Parameter) + Send + Sync + 'static) {
+        lock(&self.store).hooks.push((name.to_string(), Arc::new(hook)));
+    }
+}
+
+/// An integer override for a double parameter is taken as the double (`-p rate:=10`).
+fn coerce(value: &ParameterValue, like: &ParameterValue) -> ParameterValue {
+    match (value, like) {
+        (ParameterValue::Integer(i), ParameterValue::Double(_)) => ParameterValue::Double(*i as f64),
+        (ParameterValue::IntegerArray(v), ParameterValue::DoubleArray(_)) => {
+            ParameterValue::DoubleArray(v.iter().map(|i| *i as f64).collect())
+        }
+        _ => value.clone(),
+    }
+}
+
+/// Parses `--ros-args -p name:=value … [--]` into overrides. Arguments outside `--ros-args`
+/// sections are ignored; `-p` for another node (`node:name:=value`) is kept only for `node`.
+pub fn parse_ros_args<S: AsRef<str>>(args: &[S], node: &str) -> BTreeMap<String, ParameterValue> {
+    let mut out = BTreeMap::new();
+    let mut in_ros_args = false;
+    let mut iter = args.iter().map(AsRef::as_ref);
+    while let Some(arg) = iter.next() {
+        match arg {
+            "--ros-args" => in_ros_args = true,
+            "--" => in_ros_args = false,
+            "-p" | "--param" if in_ros_args => {
+                let Some(assignment) = iter.next() else { break };
+                let Some((lhs, value)) = assignment.split_once(":=") else { continue };
+                let name = match lhs.split_once(':') {
+                    Some((target, name)) if target == node => name,
+                    Some(_) => continue,
+                    None => lhs,
+                };
+                out.insert(name.to_string(), ParameterValue::parse(value));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_command_line_values() {
+        assert_eq!(ParameterValue::parse("true"), ParameterValue::Bool(true));
+        assert_eq!(ParameterValue::parse("42"), ParameterValue::Integer(42));
+        assert_eq!(ParameterValue::parse("2.5"), ParameterValue::Double(2.5));
+        assert_eq!(ParameterValue::parse("'hi'"), ParameterValue::String("hi".into()));
+        assert_eq!(ParameterValue::parse("[1, 2]"), ParameterValue::IntegerArray(vec![1, 2]));
+        assert_eq!(ParameterValue::parse("[1, 2.5]"), ParameterValue::DoubleArray(vec![1.0, 2.5]));
+        assert_eq!(
+            ParameterValue::parse("[a, 'b']"),
+            ParameterValue::StringArray(vec!["a".into(), "b".into()])
+        );
+        let args = ["prog", "--ros-args", "-p", "rate:=10", "-p", "other:x:=1", "-p", "me:name:=bob", "--", "-p", "no:=1"];
+        let o = parse_ros_args(&args, "me");
+        assert_eq!(o.get("rate"), Some(&ParameterValue::Integer(10)));
+        assert_eq!(o.get("name"), Some(&ParameterValue::String("bob".into())));
+        assert!(!o.contains_key("x") && !o.contains_key("no"));
+    }
+
+    #[test]
+    fn ranges_types_and_read_only() {
+        let p = Parameters::default();
+        p.declare("n", 5, ParameterDescriptor::default().integer_range(0, 10, 5)).unwrap();
+        assert!(p.set("n", 10).is_ok());
+        assert!(matches!(p.set("n", 7), Err(ParameterError::OutOfRange { .. })));
+        assert!(matches!(p.set("n", 11), Err(ParameterError::OutOfRange { .. })));
+        assert!(matches!(p.set("n", "x"), Err(ParameterError::WrongType { .. })));
+        p.declare("g", 0.5, ParameterDescriptor::default().floating_point_range(0.0, 1.0, 0.25)).unwrap();
+        assert!(p.set("g", 0.75).is_ok());
+        assert!(p.set("g", 0.8).is_err());
+        p.declare("fixed", "a", ParameterDescriptor::read_only()).unwrap();
+        assert!(matches!(p.set("fixed", "b"), Err(ParameterError::ReadOnly(_))));
+        assert!(matches!(p.set("missing", 1), Err(ParameterError::NotDeclared(_))));
+        assert!(matches!(p.declare("n", 1, ParameterDescriptor::default()), Err(ParameterError::AlreadyDeclared(_))));
+        assert_eq!(p.get("n"), Some(ParameterValue::Integer(10)));
+    }
+
+    #[test]
+    fn set_callbacks_can_reject_atomically() {
+        let p = Parameters::default();
+        p.declare("a", 1, ParameterDescriptor::default()).unwrap();
+        p.declare("b", 1, ParameterDescriptor::default()).unwrap();
+        let handle = p.add_on_set_callback(|changes| {
+            for c in changes {
+                if c.value == ParameterValue::Integer(13) {
+                    return Err(format!("{} may not be 13", c.name));
+                }
+            }
+            Ok(())
+        });
+        let both = [
+            Parameter { name: "a".into(), value: 2.into() },
+            Parameter { name: "b".into(), value: 13.into() },
+        ];
+        assert_eq!(p.set_all(&both), Err(ParameterError::Rejected("b may not be 13".into())));
+        assert_eq!(p.get("a"), Some(ParameterValue::Integer(1)), "a partial change was applied");
+        drop(handle);
+        assert!(p.set_all(&both).is_ok());
+        assert_eq!(p.get("b"), Some(ParameterValue::Integer(13)));
+    }
+
+    #[test]
+    fn overrides_replace_defaults_and_are_checked() {
+        let mut o = BTreeMap::new();
+        o.insert("rate".to_string(), ParameterValue::Integer(10));
+        o.insert("name".to_string(), ParameterValue::Integer(3));
+        let p = Parameters::with_overrides(o);
+        assert_eq!(
+            p.declare("rate", 1.0, ParameterDescriptor::default()).unwrap(),
+            ParameterValue::Double(10.0)
+        );
+        assert!(matches!(
+            p.declare("name", "x", ParameterDescriptor::default()),
+            Err(ParameterError::InvalidOverride { .. })
+        ));
+    }
+}

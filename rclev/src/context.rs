@@ -41,9 +41,10 @@ impl Context {
     /// assert_eq!(node.declare_parameter("rate", 10).unwrap(), ParameterValue::Integer(50));
     /// ```
     pub fn from_args<S: Into<String>>(args: impl IntoIterator<Item = S>) -> Self {
-        let mut ctx = Self::default();
-        ctx.arguments = Arc::new(args.into_iter().map(Into::into).collect());
-        ctx
+        Self {
+            arguments: Arc::new(args.into_iter().map(Into::into).collect()),
+            ..Self::default()
+        }
     }
 
     /// [`from_args`](Self::from_args) with the process's arguments.

@@ -26,8 +26,8 @@
 pub mod clock;
 mod context;
 mod error;
-pub mod logging;
 pub mod executor;
+pub mod logging;
 pub mod msg;
 mod node;
 pub mod parameter;
@@ -43,10 +43,14 @@ pub use executor::{
     ErrorHandler, Executor, ExecutorCommands, ExecutorOptions, ExecutorStats, RuntimeChoice,
     SpinOptions,
 };
+pub use logging::{LogCapture, LogRecord, LogSeverity, Logger};
 pub use node::{
     Client, ClientState, GuardCondition, GuardConditionState, IntoNodeOptions, Node, NodeOptions,
     NodeState, Publisher, PublisherState, Service, ServiceState, Subscription, SubscriptionState,
     SubscriptionStream, Worker, WorkerState,
+};
+pub use parameter::{
+    Parameter, ParameterDescriptor, ParameterError, ParameterValue, SetCallbackHandle,
 };
 pub use qos::{
     Durability, History, IntoPrimitiveOptions, PrimitiveOptions, QoSProfile, Reliability,
@@ -55,5 +59,8 @@ pub use timer::{
     IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerOptions,
     TimerPrecision, TimerState,
 };
-pub use logging::{LogCapture, LogRecord, LogSeverity, Logger};
-pub use parameter::{Parameter, ParameterDescriptor, ParameterError, ParameterValue, SetCallbackHandle};
+
+/// The README's examples, compiled and run as doc tests.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -82,7 +82,9 @@ impl LogCapture {
 
 impl fmt::Debug for LogCapture {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LogCapture").field("records", &lock(&self.shared.records).len()).finish()
+        f.debug_struct("LogCapture")
+            .field("records", &lock(&self.shared.records).len())
+            .finish()
     }
 }
 
@@ -103,7 +105,9 @@ pub struct Logger {
 
 impl fmt::Debug for Logger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Logger").field("name", &self.shared.name).finish()
+        f.debug_struct("Logger")
+            .field("name", &self.shared.name)
+            .finish()
     }
 }
 
@@ -147,7 +151,13 @@ impl Logger {
     }
 
     /// Logs a record. Use the `log_*!` macros, which fill in the file and line.
-    pub fn log(&self, severity: LogSeverity, message: fmt::Arguments<'_>, file: &'static str, line: u32) {
+    pub fn log(
+        &self,
+        severity: LogSeverity,
+        message: fmt::Arguments<'_>,
+        file: &'static str,
+        line: u32,
+    ) {
         if (severity as u8) < self.shared.level.load(Ordering::Relaxed) {
             return;
         }
@@ -182,7 +192,10 @@ impl Logger {
                 file,
                 line,
             };
-            let captures: Vec<_> = lock(&self.shared.captures).iter().filter_map(Weak::upgrade).collect();
+            let captures: Vec<_> = lock(&self.shared.captures)
+                .iter()
+                .filter_map(Weak::upgrade)
+                .collect();
             for c in captures {
                 lock(&c.records).push(record.clone());
             }
@@ -229,7 +242,8 @@ pub fn throttle_allows(last: &AtomicI64, period: Duration) -> bool {
     if prev != i64::MIN && now - prev < period.as_nanos() as i64 {
         return false;
     }
-    last.compare_exchange(prev, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    last.compare_exchange(prev, now, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
 }
 
 /// Logs at a severity: `rclev::log!(node, LogSeverity::Warn, "x = {}", x)`.

@@ -117,3 +117,60 @@ fn bad_arguments_are_errors_not_panics() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown variant"));
 }
+
+#[test]
+fn bench_simtime_rows_match_the_schema() {
+    let json = std::env::temp_dir().join(format!("rclev-simtime-{}.json", std::process::id()));
+    let status = rclev()
+        .args(["bench", "simtime", "--secs", "0.3", "--json"])
+        .arg(&json)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rows = rows(&json);
+    assert_eq!(rows.len(), 10);
+    for case in ["scale-0.5", "scale-1", "scale-2", "scale-10", "paused"] {
+        for clock in ["sim", "wall"] {
+            assert!(
+                rows.iter()
+                    .any(|r| r["case"] == case && r["clock"] == clock),
+                "no {case}/{clock}"
+            );
+        }
+    }
+    let paused = rows
+        .iter()
+        .find(|r| r["case"] == "paused" && r["clock"] == "sim")
+        .unwrap();
+    assert_eq!(paused["achieved_fires"], 0);
+    for r in &rows {
+        assert!(
+            r["scale"].is_f64() && r["expected_fires"].is_u64() && r["achieved_fires"].is_u64()
+        );
+    }
+    std::fs::remove_file(&json).ok();
+}
+
+#[test]
+fn clock_command_runs_and_pauses() {
+    let out = rclev()
+        .args([
+            "clock",
+            "--scale",
+            "4",
+            "--secs",
+            "0.8",
+            "--pause-after",
+            "0.6",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    // 4× for 0.6 s, then paused: sim seconds 1, 2 (maybe more), never beyond 2.4 s.
+    assert!(stdout.contains("sim time    1.000 s"), "{stdout}");
+    assert!(
+        !stdout.contains("sim time    3.000 s"),
+        "the clock did not pause: {stdout}"
+    );
+}

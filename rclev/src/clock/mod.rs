@@ -50,8 +50,8 @@ impl Time {
     }
 }
 
-mod source;
 mod sleep;
+mod source;
 
 pub use sleep::Rate;
 pub use source::{ClockChange, JumpHandle, JumpThreshold, TimeJump};
@@ -107,11 +107,17 @@ impl std::fmt::Debug for Clock {
 impl Clock {
     /// A steady clock.
     pub fn steady() -> Self {
-        Self { kind: ClockKind::Steady, life: None }
+        Self {
+            kind: ClockKind::Steady,
+            life: None,
+        }
     }
     /// A system clock.
     pub fn system() -> Self {
-        Self { kind: ClockKind::System, life: None }
+        Self {
+            kind: ClockKind::System,
+            life: None,
+        }
     }
     /// A ROS-time clock of its own (not driven by any node's `/clock`).
     pub fn ros() -> Self {
@@ -127,7 +133,10 @@ impl Clock {
     }
 
     pub(crate) fn from_source(source: Arc<RosTimeSource>, life: Arc<Lifeline>) -> Self {
-        Self { kind: ClockKind::Ros(source), life: Some(life) }
+        Self {
+            kind: ClockKind::Ros(source),
+            life: Some(life),
+        }
     }
 
     pub(crate) fn source(&self) -> Option<&Arc<RosTimeSource>> {
@@ -178,7 +187,9 @@ impl Clock {
         post: impl FnMut(&TimeJump) + Send + 'static,
     ) -> Result<JumpHandle, Error> {
         match &self.kind {
-            ClockKind::Ros(source) => Ok(source.add_jump_callback(threshold, Box::new(pre), Box::new(post))),
+            ClockKind::Ros(source) => {
+                Ok(source.add_jump_callback(threshold, Box::new(pre), Box::new(post)))
+            }
             _ => Err(Error::InvalidClock("jump callbacks need a ROS-time clock")),
         }
     }
@@ -187,7 +198,10 @@ impl Clock {
 impl From<Duration> for DurationMsg {
     fn from(d: Duration) -> Self {
         let t = TimeMsg::from_nanos(d.as_nanos().min(i64::MAX as u128) as i64);
-        DurationMsg { sec: t.sec, nanosec: t.nanosec }
+        DurationMsg {
+            sec: t.sec,
+            nanosec: t.nanosec,
+        }
     }
 }
 

@@ -37,12 +37,23 @@ impl Clock {
                 Some(source) => {
                     let generation = source.generation();
                     if source.is_sim_active() {
-                        SimSleep { source: source.clone(), until: until.nanos, generation, key: None }.await
+                        SimSleep {
+                            source: source.clone(),
+                            until: until.nanos,
+                            generation,
+                            key: None,
+                        }
+                        .await
                     } else {
                         // ROS time on the system clock: a wall sleep that also ends when
                         // simulation time is switched on.
                         let wall = wall_sleep(until.nanos - self.now().nanos);
-                        let switched = SimSleep { source: source.clone(), until: i64::MAX, generation, key: None };
+                        let switched = SimSleep {
+                            source: source.clone(),
+                            until: i64::MAX,
+                            generation,
+                            key: None,
+                        };
                         tokio::select! {
                             _ = wall => source.generation() == generation,
                             _ = switched => false,
@@ -97,7 +108,10 @@ impl Future for SimSleep {
             return Poll::Ready(true);
         }
         let (key, until, generation) = (self.key, self.until, self.generation);
-        match self.source.register_sleeper(key, until, generation, cx.waker()) {
+        match self
+            .source
+            .register_sleeper(key, until, generation, cx.waker())
+        {
             Some(k) => {
                 self.key = Some(k);
                 Poll::Pending
@@ -144,7 +158,11 @@ impl Rate {
     /// A rate of one iteration per `period` on `clock`, starting now.
     pub fn new(clock: Clock, period: Duration) -> Self {
         let next = clock.now();
-        Self { clock, period, next }
+        Self {
+            clock,
+            period,
+            next,
+        }
     }
 
     /// The period.
@@ -159,7 +177,10 @@ impl Rate {
         let now = self.clock.now();
         if now.nanos > self.next.nanos + period || now.nanos < self.next.nanos - 2 * period {
             // Overran by more than a period, or the clock jumped back: restart from now.
-            self.next = Time { nanos: now.nanos + period, clock_type: now.clock_type };
+            self.next = Time {
+                nanos: now.nanos + period,
+                clock_type: now.clock_type,
+            };
         }
         self.clock.sleep_until(self.next).await
     }

@@ -35,7 +35,10 @@ impl Lifeline {
     pub(crate) fn end(&self) {
         self.ended.store(true, Ordering::Release);
         self.notify.notify_waiters();
-        let sources: Vec<_> = lock(&self.sources).iter().filter_map(Weak::upgrade).collect();
+        let sources: Vec<_> = lock(&self.sources)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
         for s in sources {
             s.wake_all_sleepers();
         }
@@ -182,7 +185,12 @@ impl RosTimeSource {
         inner.timers.push(timer);
     }
 
-    pub(crate) fn add_jump_callback(&self, threshold: JumpThreshold, pre: JumpFn, post: JumpFn) -> JumpHandle {
+    pub(crate) fn add_jump_callback(
+        &self,
+        threshold: JumpThreshold,
+        pre: JumpFn,
+        post: JumpFn,
+    ) -> JumpHandle {
         let entry = Arc::new(JumpEntry {
             threshold,
             pre: Mutex::new(pre),
@@ -221,14 +229,26 @@ impl RosTimeSource {
             return;
         }
         let before = self.now_nanos();
-        let after = if active { self.sim_now() } else { system_nanos() };
+        let after = if active {
+            self.sim_now()
+        } else {
+            system_nanos()
+        };
         let jump = TimeJump {
-            clock_change: if active { ClockChange::RosTimeActivated } else { ClockChange::RosTimeDeactivated },
+            clock_change: if active {
+                ClockChange::RosTimeActivated
+            } else {
+                ClockChange::RosTimeDeactivated
+            },
             delta_nanos: after - before,
         };
         let entries = self.jump_entries(&jump);
         Self::call_jumps(&entries, &jump, true);
-        let timers: Vec<_> = lock(&self.inner).timers.iter().filter_map(Weak::upgrade).collect();
+        let timers: Vec<_> = lock(&self.inner)
+            .timers
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
         let credits: Vec<_> = timers.iter().map(|t| t.time_credit()).collect();
         self.sim_active.store(active, Ordering::Release);
         for (t, credit) in timers.iter().zip(credits) {
@@ -270,7 +290,9 @@ impl RosTimeSource {
         let woken: Vec<Waker> = {
             let mut inner = lock(&self.inner);
             let later = inner.sleepers.split_off(&(nanos.saturating_add(1), 0));
-            std::mem::replace(&mut inner.sleepers, later).into_values().collect()
+            std::mem::replace(&mut inner.sleepers, later)
+                .into_values()
+                .collect()
         };
         for w in woken {
             w.wake();
@@ -279,7 +301,9 @@ impl RosTimeSource {
 
     pub(crate) fn wake_all_sleepers(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
-        let woken: Vec<Waker> = std::mem::take(&mut lock(&self.inner).sleepers).into_values().collect();
+        let woken: Vec<Waker> = std::mem::take(&mut lock(&self.inner).sleepers)
+            .into_values()
+            .collect();
         for w in woken {
             w.wake();
         }
@@ -287,7 +311,13 @@ impl RosTimeSource {
 
     /// Registers (or refreshes) a simulated-time sleeper; `None` if `until` has already
     /// passed or the generation moved (the caller re-checks).
-    pub(crate) fn register_sleeper(&self, key: Option<(i64, u64)>, until: i64, generation: u64, waker: &Waker) -> Option<(i64, u64)> {
+    pub(crate) fn register_sleeper(
+        &self,
+        key: Option<(i64, u64)>,
+        until: i64,
+        generation: u64,
+        waker: &Waker,
+    ) -> Option<(i64, u64)> {
         let mut inner = lock(&self.inner);
         // Re-checked under the lock `set_sim_time` takes to wake sleepers.
         if self.sim_now() >= until || self.generation() != generation {

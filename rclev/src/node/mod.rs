@@ -70,7 +70,11 @@ impl NodeOptions {
         self
     }
     /// Overrides a parameter's default.
-    pub fn parameter_override(mut self, name: impl Into<String>, value: impl Into<ParameterValue>) -> Self {
+    pub fn parameter_override(
+        mut self,
+        name: impl Into<String>,
+        value: impl Into<ParameterValue>,
+    ) -> Self {
         self.parameter_overrides.insert(name.into(), value.into());
         self
     }
@@ -163,7 +167,11 @@ impl NodeState {
         let logger_name = if identity.namespace == "/" {
             identity.name.clone()
         } else {
-            format!("{}.{}", identity.namespace[1..].replace('/', "."), identity.name)
+            format!(
+                "{}.{}",
+                identity.namespace[1..].replace('/', "."),
+                identity.name
+            )
         };
         let node = Arc::new(Self {
             logger: Logger::new(logger_name, identity.clock.clone(), rosout),
@@ -202,7 +210,9 @@ impl NodeState {
             let created = pubsub::create_subscription(
                 &self.core,
                 "/clock".qos(QoSProfile::clock()),
-                Callback::plain(move |m: Arc<crate::msg::Clock>| s.set_sim_time(m.clock.as_nanos())),
+                Callback::plain(move |m: Arc<crate::msg::Clock>| {
+                    s.set_sim_time(m.clock.as_nanos())
+                }),
             );
             match created {
                 Ok(created) => *sub = Some(created),
@@ -251,7 +261,9 @@ impl NodeState {
         name: &str,
         default: impl Into<ParameterValue>,
     ) -> Result<ParameterValue> {
-        Ok(self.parameters.declare(name, default, ParameterDescriptor::default())?)
+        Ok(self
+            .parameters
+            .declare(name, default, ParameterDescriptor::default())?)
     }
 
     /// Declares a parameter with a descriptor (read-only, ranges, dynamic typing).

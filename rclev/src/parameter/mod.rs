@@ -85,7 +85,12 @@ impl ParameterValue {
 
     fn array_of(items: Vec<ParameterValue>, raw: &str) -> Self {
         if items.iter().all(|v| matches!(v, Self::Bool(_))) && !items.is_empty() {
-            return Self::BoolArray(items.into_iter().map(|v| matches!(v, Self::Bool(true))).collect());
+            return Self::BoolArray(
+                items
+                    .into_iter()
+                    .map(|v| matches!(v, Self::Bool(true)))
+                    .collect(),
+            );
         }
         if items.iter().all(|v| matches!(v, Self::Integer(_))) {
             return Self::IntegerArray(
@@ -95,7 +100,10 @@ impl ParameterValue {
                     .collect(),
             );
         }
-        if items.iter().all(|v| matches!(v, Self::Integer(_) | Self::Double(_))) {
+        if items
+            .iter()
+            .all(|v| matches!(v, Self::Integer(_) | Self::Double(_)))
+        {
             return Self::DoubleArray(
                 items
                     .into_iter()
@@ -111,7 +119,13 @@ impl ParameterValue {
             return Self::StringArray(
                 items
                     .into_iter()
-                    .map(|v| if let Self::String(s) = v { s } else { String::new() })
+                    .map(|v| {
+                        if let Self::String(s) = v {
+                            s
+                        } else {
+                            String::new()
+                        }
+                    })
                     .collect(),
             );
         }
@@ -199,7 +213,10 @@ impl ParameterDescriptor {
             (ParameterValue::Integer(v), Some(r), _) => {
                 let on_step = r.step == 0 || (v - r.from) % r.step == 0 || *v == r.to;
                 if *v < r.from || *v > r.to || !on_step {
-                    return Err(format!("{v} is outside [{}, {}] step {}", r.from, r.to, r.step));
+                    return Err(format!(
+                        "{v} is outside [{}, {}] step {}",
+                        r.from, r.to, r.step
+                    ));
                 }
             }
             (ParameterValue::Double(v), _, Some(r)) => {
@@ -209,7 +226,10 @@ impl ParameterDescriptor {
                     (r.from + k * r.step - v).abs() <= tolerance || (v - r.to).abs() <= tolerance
                 };
                 if *v < r.from - tolerance || *v > r.to + tolerance || !on_step {
-                    return Err(format!("{v} is outside [{}, {}] step {}", r.from, r.to, r.step));
+                    return Err(format!(
+                        "{v} is outside [{}, {}] step {}",
+                        r.from, r.to, r.step
+                    ));
                 }
             }
             _ => {}
@@ -336,13 +356,19 @@ impl Parameters {
                 if !descriptor.dynamic_typing && !o.same_type(&default) {
                     return Err(ParameterError::InvalidOverride {
                         name: name.to_string(),
-                        reason: format!("{} given for a {} parameter", o.type_name(), default.type_name()),
+                        reason: format!(
+                            "{} given for a {} parameter",
+                            o.type_name(),
+                            default.type_name()
+                        ),
                     });
                 }
-                descriptor.check(&o).map_err(|reason| ParameterError::InvalidOverride {
-                    name: name.to_string(),
-                    reason,
-                })?;
+                descriptor
+                    .check(&o)
+                    .map_err(|reason| ParameterError::InvalidOverride {
+                        name: name.to_string(),
+                        reason,
+                    })?;
                 o
             }
             None => default,
@@ -359,12 +385,18 @@ impl Parameters {
 
     /// The value of a declared parameter.
     pub fn get(&self, name: &str) -> Option<ParameterValue> {
-        lock(&self.store).declared.get(name).map(|d| d.value.clone())
+        lock(&self.store)
+            .declared
+            .get(name)
+            .map(|d| d.value.clone())
     }
 
     /// The descriptor of a declared parameter.
     pub fn describe(&self, name: &str) -> Option<ParameterDescriptor> {
-        lock(&self.store).declared.get(name).map(|d| d.descriptor.clone())
+        lock(&self.store)
+            .declared
+            .get(name)
+            .map(|d| d.descriptor.clone())
     }
 
     /// Names of all declared parameters, sorted.
@@ -400,10 +432,12 @@ impl Parameters {
                         got: p.value.type_name(),
                     });
                 }
-                d.descriptor.check(&p.value).map_err(|reason| ParameterError::OutOfRange {
-                    name: p.name.clone(),
-                    reason,
-                })?;
+                d.descriptor
+                    .check(&p.value)
+                    .map_err(|reason| ParameterError::OutOfRange {
+                        name: p.name.clone(),
+                        reason,
+                    })?;
             }
             let callbacks: Vec<_> = store.callbacks.iter().filter_map(Weak::upgrade).collect();
             (callbacks, store.hooks.clone())
@@ -442,14 +476,18 @@ impl Parameters {
     }
 
     pub(crate) fn on_change(&self, name: &str, hook: impl Fn(&Parameter) + Send + Sync + 'static) {
-        lock(&self.store).hooks.push((name.to_string(), Arc::new(hook)));
+        lock(&self.store)
+            .hooks
+            .push((name.to_string(), Arc::new(hook)));
     }
 }
 
 /// An integer override for a double parameter is taken as the double (`-p rate:=10`).
 fn coerce(value: &ParameterValue, like: &ParameterValue) -> ParameterValue {
     match (value, like) {
-        (ParameterValue::Integer(i), ParameterValue::Double(_)) => ParameterValue::Double(*i as f64),
+        (ParameterValue::Integer(i), ParameterValue::Double(_)) => {
+            ParameterValue::Double(*i as f64)
+        }
         (ParameterValue::IntegerArray(v), ParameterValue::DoubleArray(_)) => {
             ParameterValue::DoubleArray(v.iter().map(|i| *i as f64).collect())
         }
@@ -469,7 +507,9 @@ pub fn parse_ros_args<S: AsRef<str>>(args: &[S], node: &str) -> BTreeMap<String,
             "--" => in_ros_args = false,
             "-p" | "--param" if in_ros_args => {
                 let Some(assignment) = iter.next() else { break };
-                let Some((lhs, value)) = assignment.split_once(":=") else { continue };
+                let Some((lhs, value)) = assignment.split_once(":=") else {
+                    continue;
+                };
                 let name = match lhs.split_once(':') {
                     Some((target, name)) if target == node => name,
                     Some(_) => continue,
@@ -492,14 +532,35 @@ mod tests {
         assert_eq!(ParameterValue::parse("true"), ParameterValue::Bool(true));
         assert_eq!(ParameterValue::parse("42"), ParameterValue::Integer(42));
         assert_eq!(ParameterValue::parse("2.5"), ParameterValue::Double(2.5));
-        assert_eq!(ParameterValue::parse("'hi'"), ParameterValue::String("hi".into()));
-        assert_eq!(ParameterValue::parse("[1, 2]"), ParameterValue::IntegerArray(vec![1, 2]));
-        assert_eq!(ParameterValue::parse("[1, 2.5]"), ParameterValue::DoubleArray(vec![1.0, 2.5]));
+        assert_eq!(
+            ParameterValue::parse("'hi'"),
+            ParameterValue::String("hi".into())
+        );
+        assert_eq!(
+            ParameterValue::parse("[1, 2]"),
+            ParameterValue::IntegerArray(vec![1, 2])
+        );
+        assert_eq!(
+            ParameterValue::parse("[1, 2.5]"),
+            ParameterValue::DoubleArray(vec![1.0, 2.5])
+        );
         assert_eq!(
             ParameterValue::parse("[a, 'b']"),
             ParameterValue::StringArray(vec!["a".into(), "b".into()])
         );
-        let args = ["prog", "--ros-args", "-p", "rate:=10", "-p", "other:x:=1", "-p", "me:name:=bob", "--", "-p", "no:=1"];
+        let args = [
+            "prog",
+            "--ros-args",
+            "-p",
+            "rate:=10",
+            "-p",
+            "other:x:=1",
+            "-p",
+            "me:name:=bob",
+            "--",
+            "-p",
+            "no:=1",
+        ];
         let o = parse_ros_args(&args, "me");
         assert_eq!(o.get("rate"), Some(&ParameterValue::Integer(10)));
         assert_eq!(o.get("name"), Some(&ParameterValue::String("bob".into())));
@@ -509,18 +570,47 @@ mod tests {
     #[test]
     fn ranges_types_and_read_only() {
         let p = Parameters::default();
-        p.declare("n", 5, ParameterDescriptor::default().integer_range(0, 10, 5)).unwrap();
+        p.declare(
+            "n",
+            5,
+            ParameterDescriptor::default().integer_range(0, 10, 5),
+        )
+        .unwrap();
         assert!(p.set("n", 10).is_ok());
-        assert!(matches!(p.set("n", 7), Err(ParameterError::OutOfRange { .. })));
-        assert!(matches!(p.set("n", 11), Err(ParameterError::OutOfRange { .. })));
-        assert!(matches!(p.set("n", "x"), Err(ParameterError::WrongType { .. })));
-        p.declare("g", 0.5, ParameterDescriptor::default().floating_point_range(0.0, 1.0, 0.25)).unwrap();
+        assert!(matches!(
+            p.set("n", 7),
+            Err(ParameterError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            p.set("n", 11),
+            Err(ParameterError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            p.set("n", "x"),
+            Err(ParameterError::WrongType { .. })
+        ));
+        p.declare(
+            "g",
+            0.5,
+            ParameterDescriptor::default().floating_point_range(0.0, 1.0, 0.25),
+        )
+        .unwrap();
         assert!(p.set("g", 0.75).is_ok());
         assert!(p.set("g", 0.8).is_err());
-        p.declare("fixed", "a", ParameterDescriptor::read_only()).unwrap();
-        assert!(matches!(p.set("fixed", "b"), Err(ParameterError::ReadOnly(_))));
-        assert!(matches!(p.set("missing", 1), Err(ParameterError::NotDeclared(_))));
-        assert!(matches!(p.declare("n", 1, ParameterDescriptor::default()), Err(ParameterError::AlreadyDeclared(_))));
+        p.declare("fixed", "a", ParameterDescriptor::read_only())
+            .unwrap();
+        assert!(matches!(
+            p.set("fixed", "b"),
+            Err(ParameterError::ReadOnly(_))
+        ));
+        assert!(matches!(
+            p.set("missing", 1),
+            Err(ParameterError::NotDeclared(_))
+        ));
+        assert!(matches!(
+            p.declare("n", 1, ParameterDescriptor::default()),
+            Err(ParameterError::AlreadyDeclared(_))
+        ));
         assert_eq!(p.get("n"), Some(ParameterValue::Integer(10)));
     }
 
@@ -538,11 +628,24 @@ mod tests {
             Ok(())
         });
         let both = [
-            Parameter { name: "a".into(), value: 2.into() },
-            Parameter { name: "b".into(), value: 13.into() },
+            Parameter {
+                name: "a".into(),
+                value: 2.into(),
+            },
+            Parameter {
+                name: "b".into(),
+                value: 13.into(),
+            },
         ];
-        assert_eq!(p.set_all(&both), Err(ParameterError::Rejected("b may not be 13".into())));
-        assert_eq!(p.get("a"), Some(ParameterValue::Integer(1)), "a partial change was applied");
+        assert_eq!(
+            p.set_all(&both),
+            Err(ParameterError::Rejected("b may not be 13".into()))
+        );
+        assert_eq!(
+            p.get("a"),
+            Some(ParameterValue::Integer(1)),
+            "a partial change was applied"
+        );
         drop(handle);
         assert!(p.set_all(&both).is_ok());
         assert_eq!(p.get("b"), Some(ParameterValue::Integer(13)));
@@ -555,7 +658,8 @@ mod tests {
         o.insert("name".to_string(), ParameterValue::Integer(3));
         let p = Parameters::with_overrides(o);
         assert_eq!(
-            p.declare("rate", 1.0, ParameterDescriptor::default()).unwrap(),
+            p.declare("rate", 1.0, ParameterDescriptor::default())
+                .unwrap(),
             ParameterValue::Double(10.0)
         );
         assert!(matches!(

@@ -243,7 +243,11 @@ pub(crate) fn create_timer(
     let sched = worker.exec.timers.core.clone();
     let dispatch = EntityDispatch::unbound(worker.mailbox.clone());
     let tick = Arc::new(TimerTick::new(dispatch.clone()));
-    let heap_period = if mode == MODE_ONESHOT { Duration::ZERO } else { options.period };
+    let heap_period = if mode == MODE_ONESHOT {
+        Duration::ZERO
+    } else {
+        options.period
+    };
     // Registered disarmed; armed once the entity exists and its dispatch is bound.
     let source = clock.source().cloned();
     let sim = source.as_ref().is_some_and(|s| s.is_sim_active());
@@ -309,11 +313,18 @@ impl TimerState {
     /// switched on or off, keeping `credit` until its next call (rcl semantics).
     pub(crate) fn switch_lane(&self, to_sim: bool, credit: Option<Duration>) {
         let mut lane = lock(&self.lane);
-        let period = if self.is_oneshot() { Duration::ZERO } else { self.period };
+        let period = if self.is_oneshot() {
+            Duration::ZERO
+        } else {
+            self.period
+        };
         let next = match (*lane, to_sim) {
             (Lane::Wall(id), true) => {
                 self.sched.remove(id);
-                Lane::Sim(self.sched.sim_insert(self.sim_lane(), self.tick.clone(), None, period))
+                Lane::Sim(
+                    self.sched
+                        .sim_insert(self.sim_lane(), self.tick.clone(), None, period),
+                )
             }
             (Lane::Sim(id), false) => {
                 self.sched.sim_remove(self.sim_lane(), id);
@@ -324,7 +335,8 @@ impl TimerState {
         };
         *lane = next;
         drop(lane);
-        self.last_call.store(self.clock.now().nanos, Ordering::Release);
+        self.last_call
+            .store(self.clock.now().nanos, Ordering::Release);
         if !self.is_canceled() {
             self.arm_in(credit, None);
         }
@@ -416,7 +428,11 @@ impl TimerState {
         // A tick handed over under the old mode is not one of the new mode's: the new mode
         // starts at the next deadline.
         self.tick.due.swap(0, Ordering::AcqRel);
-        let period = if mode == MODE_ONESHOT { Duration::ZERO } else { self.period };
+        let period = if mode == MODE_ONESHOT {
+            Duration::ZERO
+        } else {
+            self.period
+        };
         let delay = match self.time_until_next_call() {
             Some(d) => Some(d),
             None if self.is_canceled() => None,
@@ -472,7 +488,10 @@ impl TimerState {
             now = Instant::now();
         }
         let clock_now = if self.clock.clock_type() == ClockType::SteadyTime {
-            Time { nanos: 0, clock_type: ClockType::SteadyTime }
+            Time {
+                nanos: 0,
+                clock_type: ClockType::SteadyTime,
+            }
         } else {
             self.clock.now()
         };
@@ -489,7 +508,8 @@ impl Executable for TimerState {
         let Some(info) = self.take_tick() else {
             return;
         };
-        self.last_call.store(info.actual_call_time.nanos, Ordering::Release);
+        self.last_call
+            .store(info.actual_call_time.nanos, Ordering::Release);
         let mut callback = lock(&self.callback);
         if let Some(callback) = callback.as_mut() {
             callback.call(cx, "timer", &self.worker.exec, info);

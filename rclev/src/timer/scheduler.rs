@@ -287,7 +287,13 @@ impl SchedulerCore {
     }
 
     /// Re-arms or cancels a simulated-clock timer, optionally with a new period.
-    pub(crate) fn sim_arm(&self, lane: u64, id: TimerId, deadline: Option<SimTime>, period: Option<Duration>) {
+    pub(crate) fn sim_arm(
+        &self,
+        lane: u64,
+        id: TimerId,
+        deadline: Option<SimTime>,
+        period: Option<Duration>,
+    ) {
         if let Some(heap) = lock(&self.state).sim.get_mut(&lane) {
             if let Some(p) = period {
                 heap.set_period(id, p);

@@ -9,6 +9,7 @@ mod bench_timers;
 mod demo;
 mod plot;
 mod report;
+mod simtime;
 
 #[derive(Parser)]
 #[command(
@@ -29,6 +30,21 @@ enum Command {
     /// Run a benchmark.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Publish a simulated /clock (in process) and show a sim-time timer following it.
+    Clock {
+        /// Simulated seconds per wall second.
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Freeze the simulated clock after this many wall seconds.
+        #[arg(long)]
+        pause_after: Option<f64>,
+        /// /clock messages per wall second.
+        #[arg(long, default_value_t = 100.0)]
+        rate: f64,
+        /// How long to run (wall seconds).
+        #[arg(long, default_value_t = 5.0)]
+        secs: f64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -46,6 +62,16 @@ enum DemoCommand {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Sim-time timer fidelity: expected vs achieved fires at /clock scales 0.5, 1, 2, 10 and
+    /// paused, with a wall timer running beside it.
+    Simtime {
+        /// Wall seconds per case.
+        #[arg(long, default_value_t = 2.0)]
+        secs: f64,
+        /// Write the rows as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// In-process publish→callback throughput and latency, against a bare tokio mpsc hand-off.
     Pubsub {
         /// Messages for the throughput phase.
@@ -118,6 +144,15 @@ fn main() -> anyhow_free::Result {
             secs,
             json,
         }) => bench_pubsub::run(messages, secs, json.as_deref()),
+        Command::Clock {
+            scale,
+            pause_after,
+            rate,
+            secs,
+        } => simtime::run_clock(scale, rate, secs, pause_after),
+        Command::Bench(BenchCommand::Simtime { secs, json }) => {
+            simtime::bench_simtime(secs, json.as_deref())
+        }
         Command::Bench(BenchCommand::Timers {
             rates,
             secs,

@@ -1,0 +1,200 @@
+//! Node parameters and logging (`/rosout` and captures together).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rclev::msg::Log;
+use rclev::{
+    Context, Error, IntoPrimitiveOptions, LogSeverity, NodeOptions, Parameter, ParameterDescriptor,
+    ParameterError, ParameterValue, QoSProfile, SpinOptions,
+};
+
+#[test]
+fn node_parameters_with_descriptors_overrides_and_rejecting_callbacks() {
+    let ctx = Context::from_args([
+        "prog",
+        "--ros-args",
+        "-p",
+        "speed:=2.5",
+        "-p",
+        "other_node:speed:=9.0",
+    ]);
+    let executor = ctx.create_basic_executor();
+    let node = executor
+        .create_node(NodeOptions::new("robot").parameter_override("name", "r2"))
+        .unwrap();
+    assert_eq!(
+        node.declare_parameter("speed", 1.0).unwrap(),
+        ParameterValue::Double(2.5)
+    );
+    assert_eq!(
+        node.declare_parameter("name", "default").unwrap(),
+        ParameterValue::String("r2".into())
+    );
+    node.declare_parameter_with(
+        "gain",
+        5,
+        ParameterDescriptor::default().integer_range(0, 10, 1),
+    )
+    .unwrap();
+    node.declare_parameter_with("frame", "base", ParameterDescriptor::read_only())
+        .unwrap();
+    node.declare_parameter("tags", vec!["a".to_string()])
+        .unwrap();
+    assert!(
+        node.get_parameter("use_sim_time").is_some(),
+        "use_sim_time is declared by every node"
+    );
+
+    assert!(matches!(
+        node.set_parameter("gain", 11),
+        Err(Error::Parameter(ParameterError::OutOfRange { .. }))
+    ));
+    assert!(matches!(
+        node.set_parameter("frame", "x"),
+        Err(Error::Parameter(ParameterError::ReadOnly(_)))
+    ));
+    assert!(matches!(
+        node.set_parameter("speed", "fast"),
+        Err(Error::Parameter(ParameterError::WrongType { .. }))
+    ));
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let guard = node.add_on_set_parameters_callback(move |changes: &[Parameter]| {
+        s.lock()
+            .unwrap()
+            .extend(changes.iter().map(|c| c.name.clone()));
+        match changes.iter().find(|c| c.name == "speed") {
+            Some(c) if c.value == ParameterValue::Double(0.0) => {
+                Err("speed 0 stalls the robot".into())
+            }
+            _ => Ok(()),
+        }
+    });
+    assert_eq!(
+        node.set_parameter("speed", 0.0),
+        Err(Error::Parameter(ParameterError::Rejected(
+            "speed 0 stalls the robot".into()
+        )))
+    );
+    assert_eq!(
+        node.get_parameter("speed"),
+        Some(ParameterValue::Double(2.5))
+    );
+    node.set_parameters(&[
+        Parameter {
+            name: "speed".into(),
+            value: 3.0.into(),
+        },
+        Parameter {
+            name: "gain".into(),
+            value: 7.into(),
+        },
+    ])
+    .unwrap();
+    assert_eq!(node.get_parameter("gain"), Some(ParameterValue::Integer(7)));
+    assert_eq!(*seen.lock().unwrap(), vec!["speed", "speed", "gain"]);
+    drop(guard);
+    node.set_parameter("speed", 0.0).unwrap();
+}
+
+fn rosout_listener(executor: &rclev::Executor) -> (rclev::Subscription<Log>, Arc<Mutex<Vec<Log>>>) {
+    let listener = executor.create_node("rosout_listener").unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let g = got.clone();
+    let sub = listener
+        .create_subscription::<Log, _>(
+            "/rosout".qos(QoSProfile::default().keep_all().transient_local()),
+            move |m| g.lock().unwrap().push((*m).clone()),
+        )
+        .unwrap();
+    (sub, got)
+}
+
+#[test]
+fn rosout_and_captures_both_see_every_record() {
+    let executor = Context::default().create_basic_executor();
+    let (_sub, rosout) = rosout_listener(&executor);
+    let node = executor
+        .create_node(NodeOptions::new("talker").namespace("/robot"))
+        .unwrap();
+    assert_eq!(node.logger().name(), "robot.talker");
+    let capture = node.logger().capture();
+    let second = node.logger().capture();
+    rclev::log_info!(node, "value is {}", 7);
+    rclev::log_warn!(node.logger(), "careful");
+    rclev::log_debug!(node, "hidden at the default level");
+    for _ in 0..5 {
+        rclev::log_once!(node, LogSeverity::Info, "only once");
+        rclev::log_throttle!(
+            node,
+            LogSeverity::Error,
+            Duration::from_secs(60),
+            "throttled"
+        );
+    }
+    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+
+    let expected = ["value is 7", "careful", "only once", "throttled"];
+    let captured: Vec<String> = capture.records().into_iter().map(|r| r.message).collect();
+    assert_eq!(captured, expected);
+    assert_eq!(second.records().len(), 4, "a second capture missed records");
+    let rosout = rosout.lock().unwrap();
+    let published: Vec<&str> = rosout
+        .iter()
+        .filter(|l| l.name == "robot.talker")
+        .map(|l| l.msg.as_str())
+        .collect();
+    assert_eq!(published, expected, "a capture swallowed /rosout records");
+    assert_eq!(
+        rosout.iter().find(|l| l.msg == "careful").unwrap().level,
+        30
+    );
+    let stamp = rosout[0].stamp.as_nanos();
+    let now = node.get_clock().now().nanos;
+    assert!(stamp > 0 && stamp <= now, "stamp not from the node clock");
+}
+
+#[test]
+fn captures_on_parallel_threads_do_not_interfere() {
+    let executor = Context::default().create_basic_executor();
+    let nodes: Vec<_> = (0..4)
+        .map(|i| executor.create_node(format!("n{i}")).unwrap())
+        .collect();
+    let threads: Vec<_> = nodes
+        .into_iter()
+        .map(|node| {
+            std::thread::spawn(move || {
+                let capture = node.logger().capture();
+                for k in 0..200 {
+                    rclev::log_info!(node, "{} {k}", node.name());
+                }
+                let records = capture.records();
+                assert_eq!(records.len(), 200);
+                assert!(records.iter().all(|r| r.logger_name == node.name()));
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn rosout_can_be_turned_off_per_node() {
+    let executor = Context::default().create_basic_executor();
+    let (_sub, rosout) = rosout_listener(&executor);
+    let quiet = executor
+        .create_node(NodeOptions::new("quiet").enable_rosout(false))
+        .unwrap();
+    assert!(!quiet.logger().publishes_rosout());
+    let capture = quiet.logger().capture();
+    rclev::log_error!(quiet, "not on rosout");
+    let deadline = Instant::now() + Duration::from_millis(100);
+    while Instant::now() < deadline {
+        executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(10)));
+    }
+    assert!(rosout.lock().unwrap().iter().all(|l| l.name != "quiet"));
+    assert_eq!(capture.records().len(), 1);
+}

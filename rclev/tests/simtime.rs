@@ -1,0 +1,426 @@
+//! Simulation time: timers paced by `/clock`, jumps, activation, sleeps, jump callbacks.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rclev::msg::{Clock as ClockMsg, TimeMsg};
+use rclev::{
+    ClockChange, ClockType, Context, Executor, IntoTimerOptions, JumpThreshold, Node, NodeOptions,
+    Publisher, SpinOptions, TimeJump, TimerInfo,
+};
+
+const MS: i64 = 1_000_000;
+
+struct Sim {
+    executor: Executor,
+    node: Node,
+    clock_pub: Publisher<ClockMsg>,
+}
+
+fn sim() -> Sim {
+    let executor = Context::default().create_basic_executor();
+    let node = executor
+        .create_node(NodeOptions::new("sim_node").parameter_override("use_sim_time", true))
+        .unwrap();
+    let driver = executor.create_node("clock_driver").unwrap();
+    let clock_pub = driver.create_publisher::<ClockMsg>("/clock").unwrap();
+    Sim {
+        executor,
+        node,
+        clock_pub,
+    }
+}
+
+impl Sim {
+    /// Publishes a `/clock` value and spins until the node's clock shows it.
+    fn step(&self, nanos: i64) {
+        self.clock_pub
+            .publish(ClockMsg {
+                clock: TimeMsg::from_nanos(nanos),
+            })
+            .unwrap();
+        let clock = self.node.get_clock();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while clock.now().nanos != nanos {
+            assert!(Instant::now() < deadline, "/clock {nanos} never arrived");
+            self.executor
+                .spin(SpinOptions::spin_once().timeout(Duration::from_millis(5)));
+        }
+        // Let the ticks it released run.
+        self.executor
+            .spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    }
+}
+
+type Calls = Arc<Mutex<Vec<TimerInfo>>>;
+
+fn sim_timer(node: &Node, period_ms: u64) -> (rclev::Timer, Calls) {
+    let calls: Calls = Arc::default();
+    let c = calls.clone();
+    let timer = node
+        .create_timer_repeating(
+            Duration::from_millis(period_ms).node_time(),
+            move |i: TimerInfo| c.lock().unwrap().push(i),
+        )
+        .unwrap();
+    (timer, calls)
+}
+
+#[test]
+fn sim_timer_follows_clock_steps_exactly() {
+    let s = sim();
+    assert!(s.node.get_clock().is_sim_time_active());
+    assert_eq!(
+        s.node.get_clock().now().nanos,
+        0,
+        "sim time starts at 0 until /clock"
+    );
+    s.step(1_000 * MS);
+    let (timer, calls) = sim_timer(&s.node, 10);
+    assert_eq!(timer.clock().clock_type(), ClockType::RosTime);
+    // 1 ms steps up to 1.1 s: ten grid points, each called once, exactly on the grid.
+    for k in 1..=100 {
+        s.step(1_000 * MS + k * MS);
+    }
+    let calls = calls.lock().unwrap();
+    assert_eq!(calls.len(), 10, "{calls:?}");
+    for (i, c) in calls.iter().enumerate() {
+        assert_eq!(
+            c.expected_call_time.nanos,
+            1_000 * MS + (i as i64 + 1) * 10 * MS
+        );
+        assert_eq!(c.missed_ticks, 0);
+        assert_eq!(c.expected_call_time.clock_type, ClockType::RosTime);
+    }
+}
+
+#[test]
+fn paused_clock_fires_nothing_and_forward_jump_fires_once_with_missed_count() {
+    let s = sim();
+    s.step(1_000 * MS);
+    let (_timer, calls) = sim_timer(&s.node, 10);
+    // Paused: the same /clock value over and over, and time passing on the wall.
+    for _ in 0..20 {
+        s.step(1_000 * MS);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(calls.lock().unwrap().is_empty(), "a paused sim timer fired");
+    // Jump 0.5 s: grid points 1.01 … 1.50 are due; one call stands for the newest.
+    s.step(1_500 * MS);
+    let calls = calls.lock().unwrap();
+    assert_eq!(calls.len(), 1, "a forward jump burst: {calls:?}");
+    assert_eq!(calls[0].expected_call_time.nanos, 1_500 * MS);
+    assert_eq!(calls[0].missed_ticks, 49);
+}
+
+#[test]
+fn backward_jump_rearms_one_period_from_the_new_now() {
+    let s = sim();
+    s.step(1_000 * MS);
+    let (timer, calls) = sim_timer(&s.node, 10);
+    s.step(1_005 * MS);
+    s.step(500 * MS);
+    assert_eq!(
+        timer.time_until_next_call(),
+        Some(Duration::from_millis(10))
+    );
+    s.step(509 * MS);
+    assert!(calls.lock().unwrap().is_empty());
+    s.step(510 * MS);
+    let calls = calls.lock().unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].expected_call_time.nanos, 510 * MS);
+}
+
+#[test]
+fn scaled_clock_scales_the_rate() {
+    let s = sim();
+    s.step(0);
+    let (_timer, calls) = sim_timer(&s.node, 10);
+    let count_fires = |scale: f64, wall: Duration| {
+        let before = calls.lock().unwrap().len();
+        let start_sim = s.node.get_clock().now().nanos;
+        let clock_pub = s.clock_pub.clone();
+        let publisher = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while t0.elapsed() < wall {
+                let sim = start_sim + (t0.elapsed().as_nanos() as f64 * scale) as i64;
+                clock_pub
+                    .publish(ClockMsg {
+                        clock: TimeMsg::from_nanos(sim),
+                    })
+                    .unwrap();
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            let end = start_sim + (wall.as_nanos() as f64 * scale) as i64;
+            clock_pub
+                .publish(ClockMsg {
+                    clock: TimeMsg::from_nanos(end),
+                })
+                .unwrap();
+            end
+        });
+        s.executor
+            .spin(SpinOptions::default().timeout(wall + Duration::from_millis(100)));
+        let end = publisher.join().unwrap();
+        s.step(end);
+        let calls = calls.lock().unwrap();
+        let new = &calls[before..];
+        let missed: u64 = new.iter().map(|c| c.missed_ticks).sum();
+        let grid = (end / (10 * MS) - start_sim / (10 * MS)) as u64;
+        (new.len() as u64, missed, grid)
+    };
+    let (fires, missed, grid) = count_fires(2.0, Duration::from_millis(500));
+    // 2× for 0.5 s wall = 1 s of sim time = 100 ticks of a 100 Hz timer.
+    assert_eq!(grid, 100);
+    assert_eq!(fires + missed, grid, "ticks vanished");
+    assert!(fires >= 80, "only {fires} of {grid} fired");
+    let (fires, missed, grid) = count_fires(0.5, Duration::from_millis(400));
+    assert_eq!(grid, 20);
+    assert_eq!(fires + missed, grid);
+}
+
+#[test]
+fn activation_and_deactivation_carry_the_time_left_over() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("switch").unwrap();
+    let driver = executor.create_node("driver").unwrap();
+    let clock_pub = driver.create_publisher::<ClockMsg>("/clock").unwrap();
+    let fired = Arc::new(AtomicU64::new(0));
+    let f = fired.clone();
+    let timer = node
+        .create_timer_repeating(Duration::from_millis(400).node_time(), move || {
+            f.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let left = timer.time_until_next_call().unwrap();
+    assert!(left <= Duration::from_millis(300));
+
+    node.set_parameter("use_sim_time", true).unwrap();
+    assert!(node.get_clock().is_sim_time_active());
+    let credit = timer.time_until_next_call().unwrap();
+    assert!(
+        credit <= left && credit + Duration::from_millis(50) >= left,
+        "credit {credit:?} vs {left:?}"
+    );
+    // Sim time stands at 0: no amount of wall time fires the timer.
+    executor.spin(SpinOptions::default().timeout(Duration::from_millis(400)));
+    assert_eq!(fired.load(Ordering::SeqCst), 0);
+    // Publish sim time past the credit: it fires.
+    let credit_ns = credit.as_nanos() as i64;
+    let step = |t: i64| {
+        clock_pub
+            .publish(ClockMsg {
+                clock: TimeMsg::from_nanos(t),
+            })
+            .unwrap();
+        executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+    };
+    step(credit_ns - MS);
+    assert_eq!(fired.load(Ordering::SeqCst), 0);
+    step(credit_ns + MS);
+    assert_eq!(fired.load(Ordering::SeqCst), 1);
+
+    // Back to the system clock, with the remaining ~399 ms carried over.
+    step(credit_ns + 100 * MS);
+    node.set_parameter("use_sim_time", false).unwrap();
+    assert!(!node.get_clock().is_sim_time_active());
+    let carried = timer.time_until_next_call().unwrap();
+    assert!(
+        carried <= Duration::from_millis(300) && carried >= Duration::from_millis(250),
+        "{carried:?}"
+    );
+    executor.spin(SpinOptions::default().timeout(Duration::from_millis(600)));
+    assert!(
+        fired.load(Ordering::SeqCst) >= 2,
+        "the wall path did not take over"
+    );
+}
+
+#[test]
+fn wall_timers_keep_running_beside_paused_sim_timers() {
+    let s = sim();
+    s.step(1_000 * MS);
+    let (_sim_timer, sim_calls) = sim_timer(&s.node, 10);
+    let wall = Arc::new(AtomicU64::new(0));
+    let w = wall.clone();
+    let _wall_timer = s
+        .node
+        .create_timer_repeating(Duration::from_millis(2), move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    s.executor
+        .spin(SpinOptions::default().timeout(Duration::from_millis(100)));
+    assert!(wall.load(Ordering::SeqCst) >= 20);
+    assert!(sim_calls.lock().unwrap().is_empty());
+    s.step(1_010 * MS);
+    assert_eq!(sim_calls.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn sleeps_and_rate_on_sim_time_wake_on_clock_and_on_shutdown() {
+    let s = sim();
+    s.step(1_000 * MS);
+    let clock = s.node.get_clock();
+    let woke = Arc::new(Mutex::new(None));
+    let (w, c) = (woke.clone(), clock.clone());
+    let handle = s.executor.runtime_handle().spawn(async move {
+        let reached = c.sleep_for(Duration::from_secs(1)).await;
+        *w.lock().unwrap() = Some((reached, c.now().nanos));
+    });
+    s.step(1_500 * MS);
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(woke.lock().unwrap().is_none(), "woke before its time");
+    s.step(2_000 * MS);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while woke.lock().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the sleeper was not woken by /clock"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(*woke.lock().unwrap(), Some((true, 2_000 * MS)));
+    drop(handle);
+
+    // A Rate on sim time: each iteration needs /clock to move one period.
+    let rate_done = Arc::new(AtomicU64::new(0));
+    let r = rate_done.clone();
+    let mut rate = s.node.create_rate(Duration::from_millis(100));
+    s.executor.runtime_handle().spawn(async move {
+        while rate.sleep().await {
+            r.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    for k in 1..=3 {
+        s.step(2_000 * MS + k * 100 * MS);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(rate_done.load(Ordering::SeqCst), 3);
+
+    // Shutdown ends a sleep that /clock never would.
+    let (w2, c2) = (woke.clone(), clock.clone());
+    *woke.lock().unwrap() = None;
+    s.executor.runtime_handle().spawn(async move {
+        let reached = c2.sleep_for(Duration::from_secs(3600)).await;
+        *w2.lock().unwrap() = Some((reached, 0));
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    s.executor.shutdown();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while woke.lock().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "shutdown did not wake the sleeper"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(*woke.lock().unwrap(), Some((false, 0)));
+}
+
+#[test]
+fn wall_clock_sleep_and_activation_cut_it_short() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("sleeper").unwrap();
+    let clock = node.get_clock();
+    let steady = node.clock_of(ClockType::SteadyTime);
+    let result = Arc::new(Mutex::new(Vec::new()));
+    let r = result.clone();
+    let c = clock.clone();
+    executor.runtime_handle().spawn(async move {
+        let started = Instant::now();
+        assert!(steady.sleep_for(Duration::from_millis(20)).await);
+        r.lock()
+            .unwrap()
+            .push(("steady", started.elapsed() >= Duration::from_millis(20)));
+        // ROS time on the system clock, interrupted by switching simulation time on.
+        let reached = c.sleep_for(Duration::from_secs(3600)).await;
+        r.lock().unwrap().push(("ros", reached));
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    node.set_parameter("use_sim_time", true).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while result.lock().unwrap().len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "activation did not end the wall sleep"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        *result.lock().unwrap(),
+        vec![("steady", true), ("ros", false)]
+    );
+}
+
+#[test]
+fn jump_callbacks_respect_thresholds_and_unregister_on_drop() {
+    let s = sim();
+    s.step(1_000 * MS);
+    let seen: Arc<Mutex<Vec<(&'static str, TimeJump)>>> = Arc::default();
+    let (pre, post) = (seen.clone(), seen.clone());
+    let handle = s
+        .node
+        .get_clock()
+        .create_jump_callback(
+            JumpThreshold {
+                on_clock_change: true,
+                min_forward: Some(Duration::from_secs(1)),
+                min_backward: Some(Duration::ZERO),
+            },
+            move |j| pre.lock().unwrap().push(("pre", *j)),
+            move |j| post.lock().unwrap().push(("post", *j)),
+        )
+        .unwrap();
+    s.step(1_010 * MS);
+    s.step(1_500 * MS);
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "small steps crossed the threshold"
+    );
+    s.step(3_000 * MS);
+    s.step(2_000 * MS);
+    s.node.set_parameter("use_sim_time", false).unwrap();
+    let seen_now = seen.lock().unwrap().clone();
+    let kinds: Vec<_> = seen_now
+        .iter()
+        .map(|(k, j)| (*k, j.clock_change, j.delta_nanos.signum()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            ("pre", ClockChange::NoChange, 1),
+            ("post", ClockChange::NoChange, 1),
+            ("pre", ClockChange::NoChange, -1),
+            ("post", ClockChange::NoChange, -1),
+            ("pre", ClockChange::RosTimeDeactivated, 1),
+            ("post", ClockChange::RosTimeDeactivated, 1),
+        ]
+    );
+    assert_eq!(seen_now[0].1.delta_nanos, 1_500 * MS);
+    drop(handle);
+    s.node.set_parameter("use_sim_time", true).unwrap();
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        6,
+        "a dropped handle still fired"
+    );
+    assert!(rclev::Clock::steady()
+        .create_jump_callback(JumpThreshold::default(), |_| {}, |_| {})
+        .is_err());
+}
+
+#[test]
+fn use_sim_time_override_from_ros_args() {
+    let ctx = Context::from_args(["prog", "--ros-args", "-p", "use_sim_time:=true"]);
+    let executor = ctx.create_basic_executor();
+    let node = executor.create_node("from_args").unwrap();
+    assert!(node.get_clock().is_sim_time_active());
+    let other = executor
+        .create_node(NodeOptions::new("x").parameter_override("use_sim_time", false))
+        .unwrap();
+    assert!(!other.get_clock().is_sim_time_active());
+}

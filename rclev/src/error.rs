@@ -92,6 +92,25 @@ pub enum Error {
     /// A parameter operation failed.
     #[error(transparent)]
     Parameter(#[from] crate::parameter::ParameterError),
+    /// The action server rejected the goal.
+    #[error("the action server rejected the goal")]
+    GoalRejected,
+    /// A goal state transition the action state machine does not allow.
+    #[error("goal {goal}: {event:?} is not allowed in state {from:?}")]
+    InvalidGoalTransition {
+        /// The goal id.
+        goal: String,
+        /// Its state.
+        from: crate::action::GoalState,
+        /// The refused event.
+        event: crate::action::GoalEvent,
+    },
+    /// The goal is not (or no longer) known to the server, or the server is gone.
+    #[error("goal {0} is unknown")]
+    GoalUnknown(String),
+    /// A one-time value (e.g. a goal's result or feedback stream) was already taken.
+    #[error("{0} was already taken")]
+    AlreadyTaken(&'static str),
     /// A timer period that cannot be scheduled (zero or negative for a repeating timer).
     #[error("invalid timer period {0:?}")]
     InvalidPeriod(std::time::Duration),

@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod action;
 pub mod clock;
 mod context;
 mod error;
@@ -64,3 +65,7 @@ pub use timer::{
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+pub use action::{
+    ActionClient, ActionServer, ActionServerOptions, CancelResponse, ClientGoalHandle, GoalEnd,
+    GoalResponse, GoalState, ServerGoalHandle,
+};

@@ -174,3 +174,28 @@ fn clock_command_runs_and_pauses() {
         "the clock did not pause: {stdout}"
     );
 }
+
+#[test]
+fn demo_fibonacci_prints_feedback_and_result() {
+    let out = rclev()
+        .args(["demo", "fibonacci", "--order", "6", "--step-ms", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("[client] feedback: [0, 1, 1]"), "{stdout}");
+    assert!(
+        stdout.contains("[client] result (Succeeded): [0, 1, 1, 2, 3, 5, 8]"),
+        "{stdout}"
+    );
+    let rejected = rclev()
+        .args(["demo", "fibonacci", "--order", "99"])
+        .output()
+        .unwrap();
+    assert!(!rejected.status.success());
+    assert!(String::from_utf8_lossy(&rejected.stderr).contains("rejected"));
+}

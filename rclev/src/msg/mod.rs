@@ -8,7 +8,11 @@ use serde::{de::DeserializeOwned, Serialize};
 
 use crate::error::{Error, Result};
 
+pub mod action;
 mod standard;
+pub use action::{
+    ActionType, Fibonacci, FibonacciFeedback, FibonacciGoal, FibonacciResult, GoalUuid,
+};
 pub use standard::*;
 
 /// A ROS 2 message type.

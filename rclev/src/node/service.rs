@@ -43,7 +43,7 @@ impl<S: ServiceType> ServiceCallback<S> {
 
 /// Takes a message out of its `Arc` without copying when this is the only reference (always, for
 /// in-process requests and responses).
-fn unwrap_payload<T: Message>(payload: Payload) -> T {
+pub(crate) fn unwrap_payload<T: Message>(payload: Payload) -> T {
     let arc = payload
         .downcast::<T>()
         .unwrap_or_else(|_| unreachable!("the transport refuses endpoints of another type"));

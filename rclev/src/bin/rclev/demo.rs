@@ -4,8 +4,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rclev::msg::StringMsg;
-use rclev::{Context, SpinOptions};
+use futures::StreamExt;
+use rclev::msg::{Fibonacci, FibonacciFeedback, FibonacciGoal, FibonacciResult, StringMsg};
+use rclev::{
+    ActionServerOptions, CancelResponse, Context, GoalEnd, GoalResponse, ServerGoalHandle,
+    SpinOptions,
+};
 
 use crate::anyhow_free::Result;
 
@@ -63,4 +67,64 @@ pub fn talker_listener(secs: f64, rate: f64) -> Result {
         eprintln!("error: {e}");
     }
     Ok(())
+}
+
+pub fn fibonacci(order: i32, step_ms: u64) -> Result {
+    let executor = Context::default().create_basic_executor();
+    let server_node = executor.create_node("fibonacci_server")?;
+    let step = Duration::from_millis(step_ms);
+    let _server = server_node.create_action_server::<Fibonacci, _, _, _, _>(
+        "fibonacci",
+        ActionServerOptions::default(),
+        |id, goal: &FibonacciGoal| {
+            if !(0..=46).contains(&goal.order) {
+                println!("[server] rejecting goal {id} (order {})", goal.order);
+                GoalResponse::Reject
+            } else {
+                println!("[server] accepting goal {id} (order {})", goal.order);
+                GoalResponse::AcceptAndExecute
+            }
+        },
+        |_goal: &ServerGoalHandle<Fibonacci>| CancelResponse::Accept,
+        move |goal: ServerGoalHandle<Fibonacci>| async move {
+            let mut sequence = vec![0, 1];
+            for i in 1..goal.goal().order.max(1) as usize {
+                if goal.is_cancel_requested() {
+                    return GoalEnd::Canceled(FibonacciResult { sequence });
+                }
+                sequence.push(sequence[i] + sequence[i - 1]);
+                let _ = goal.publish_feedback(FibonacciFeedback {
+                    sequence: sequence.clone(),
+                });
+                tokio::time::sleep(step).await;
+            }
+            GoalEnd::Succeeded(FibonacciResult { sequence })
+        },
+    )?;
+    let client_node = executor.create_node("fibonacci_client")?;
+    let client = client_node.create_action_client::<Fibonacci>("fibonacci")?;
+    let done = async move {
+        let goal = client.send_goal(FibonacciGoal { order }).await?;
+        let mut feedback = goal.feedback()?;
+        while let Some(f) = feedback.next().await {
+            println!("[client] feedback: {:?}", f.sequence);
+        }
+        let (state, result) = goal.result().await?;
+        println!("[client] result ({state:?}): {:?}", result.sequence);
+        Ok::<_, rclev::Error>(())
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let ctrl_c = executor.commands();
+    executor.runtime_handle().spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            ctrl_c.shutdown();
+        }
+    });
+    executor.spin(SpinOptions::default().until_promise_resolved(async move {
+        let _ = tx.send(done.await);
+    }));
+    match rx.try_recv() {
+        Ok(outcome) => Ok(outcome?),
+        Err(_) => Err("interrupted".into()),
+    }
 }

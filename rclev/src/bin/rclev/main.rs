@@ -58,6 +58,15 @@ enum DemoCommand {
         #[arg(long, default_value_t = 10.0)]
         rate: f64,
     },
+    /// An action server and client (example_interfaces/action/Fibonacci) in one process.
+    Fibonacci {
+        /// The goal's order.
+        #[arg(long, default_value_t = 10)]
+        order: i32,
+        /// Milliseconds between feedback steps.
+        #[arg(long, default_value_t = 100)]
+        step_ms: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -127,7 +136,14 @@ enum BenchCommand {
     },
 }
 
-fn main() -> anyhow_free::Result {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> anyhow_free::Result {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -139,6 +155,7 @@ fn main() -> anyhow_free::Result {
         Command::Demo(DemoCommand::TalkerListener { secs, rate }) => {
             demo::talker_listener(secs, rate)
         }
+        Command::Demo(DemoCommand::Fibonacci { order, step_ms }) => demo::fibonacci(order, step_ms),
         Command::Bench(BenchCommand::Pubsub {
             messages,
             secs,

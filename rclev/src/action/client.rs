@@ -1,0 +1,418 @@
+//! The action client.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::server::status_qos;
+use super::GoalState;
+use crate::error::{Error, Result};
+use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
+use crate::msg::action::{
+    ActionType, CancelGoalRequest, CancelGoalResponse, FeedbackMessage, GetResultRequest,
+    GetResultResponse, GoalInfo, GoalStatusArray, GoalUuid, SendGoalRequest, SendGoalResponse,
+};
+use crate::msg::Message;
+use crate::node::service::unwrap_payload;
+use crate::node::WorkerCore;
+use crate::qos::{IntoPrimitiveOptions, QoSProfile};
+use crate::sync::lock;
+use crate::transport::{ClientPort, Payload, ReadyHook, SubscriptionPort, TypeSupport};
+
+type Waiters<T> = Mutex<HashMap<i64, oneshot::Sender<Result<T>>>>;
+
+struct ClientGoal<A: ActionType> {
+    feedback: mpsc::UnboundedSender<A::Feedback>,
+    status: watch::Sender<GoalState>,
+}
+
+struct ClientInner<A: ActionType> {
+    name: String,
+    send_goal: Arc<dyn ClientPort>,
+    cancel_goal: Arc<dyn ClientPort>,
+    get_result: Arc<dyn ClientPort>,
+    feedback: Arc<dyn SubscriptionPort>,
+    status: Arc<dyn SubscriptionPort>,
+    dispatch: Arc<EntityDispatch>,
+    goal_responses: Waiters<SendGoalResponse>,
+    cancel_responses: Waiters<CancelGoalResponse>,
+    result_responses: Waiters<GetResultResponse<A::Result>>,
+    goals: Mutex<HashMap<GoalUuid, ClientGoal<A>>>,
+}
+
+/// An action client. Responses, feedback and status are taken by its worker, so the executor
+/// must be spinning for its futures to resolve.
+pub struct ActionClientState<A: ActionType> {
+    inner: Arc<ClientInner<A>>,
+}
+
+/// A shared handle to an action client.
+pub type ActionClient<A> = Arc<ActionClientState<A>>;
+
+pub(crate) fn create_action_client<A: ActionType>(
+    core: &Arc<WorkerCore>,
+    name: &str,
+) -> Result<ActionClient<A>> {
+    let full = core.node.expand(name)?;
+    let transport = core.exec.context.transport().clone();
+    let dispatch = EntityDispatch::unbound(core.mailbox.clone());
+    let hook = || dispatch.clone() as Arc<dyn ReadyHook>;
+    let ep = |suffix: &str, ts: TypeSupport, resp: Option<TypeSupport>, qos: QoSProfile| {
+        let opts = format!("{full}/_action/{suffix}").qos(qos);
+        core.endpoint(opts, ts, resp)
+    };
+    let qos = QoSProfile::default();
+    let send_goal = transport.create_client(
+        &ep(
+            "send_goal",
+            TypeSupport::of::<SendGoalRequest<A::Goal>>(),
+            Some(TypeSupport::of::<SendGoalResponse>()),
+            qos,
+        )?,
+        hook(),
+    )?;
+    let cancel_goal = transport.create_client(
+        &ep(
+            "cancel_goal",
+            TypeSupport::of::<CancelGoalRequest>(),
+            Some(TypeSupport::of::<CancelGoalResponse>()),
+            qos,
+        )?,
+        hook(),
+    )?;
+    let get_result = transport.create_client(
+        &ep(
+            "get_result",
+            TypeSupport::of::<GetResultRequest>(),
+            Some(TypeSupport::of::<GetResultResponse<A::Result>>()),
+            qos,
+        )?,
+        hook(),
+    )?;
+    let feedback = transport.create_subscription(
+        &ep(
+            "feedback",
+            TypeSupport::of::<FeedbackMessage<A::Feedback>>(),
+            None,
+            qos.keep_all(),
+        )?,
+        hook(),
+    )?;
+    let status = transport.create_subscription(
+        &ep(
+            "status",
+            TypeSupport::of::<GoalStatusArray>(),
+            None,
+            status_qos(),
+        )?,
+        hook(),
+    )?;
+    let inner = Arc::new(ClientInner {
+        name: full,
+        send_goal,
+        cancel_goal,
+        get_result,
+        feedback,
+        status,
+        dispatch: dispatch.clone(),
+        goal_responses: Mutex::default(),
+        cancel_responses: Mutex::default(),
+        result_responses: Mutex::default(),
+        goals: Mutex::default(),
+    });
+    let entity: Arc<dyn Executable> = inner.clone();
+    dispatch.bind(Arc::downgrade(&entity), true);
+    Ok(Arc::new(ActionClientState { inner }))
+}
+
+/// Sends a request and registers its waiter under the waiters' lock, which the response path
+/// also takes, so even an instant response finds it.
+fn call<Req: Message, Resp>(
+    port: &dyn ClientPort,
+    waiters: &Waiters<Resp>,
+    request: Req,
+) -> Result<oneshot::Receiver<Result<Resp>>> {
+    let (tx, rx) = oneshot::channel();
+    let mut w = lock(waiters);
+    let seq = port.send_request(Arc::new(request))?;
+    w.insert(seq, tx);
+    Ok(rx)
+}
+
+async fn answered<T>(rx: oneshot::Receiver<Result<T>>, name: String) -> Result<T> {
+    rx.await.map_err(|_| Error::ServiceUnavailable(name))?
+}
+
+impl<A: ActionType> ActionClientState<A> {
+    /// The fully qualified action name.
+    pub fn action_name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Whether an action server for this name exists.
+    pub fn server_is_available(&self) -> bool {
+        self.inner.send_goal.service_is_ready()
+    }
+
+    /// Sends a goal. Resolves to a handle when the server accepts it, to
+    /// [`Error::GoalRejected`] when it refuses, and to [`Error::ServiceUnavailable`] if there is
+    /// no server or it goes away.
+    pub fn send_goal(
+        &self,
+        goal: A::Goal,
+    ) -> impl Future<Output = Result<ClientGoalHandle<A>>> + Send + 'static {
+        let inner = self.inner.clone();
+        let id = GoalUuid::random();
+        let (feedback_tx, feedback_rx) = mpsc::unbounded_channel();
+        let (status_tx, status_rx) = watch::channel(GoalState::Unknown);
+        lock(&inner.goals).insert(
+            id,
+            ClientGoal {
+                feedback: feedback_tx,
+                status: status_tx,
+            },
+        );
+        let sent = call(
+            &*inner.send_goal,
+            &inner.goal_responses,
+            SendGoalRequest { goal_id: id, goal },
+        );
+        async move {
+            let forget = |inner: &ClientInner<A>| {
+                lock(&inner.goals).remove(&id);
+            };
+            let response = match sent {
+                Ok(rx) => answered(rx, inner.name.clone()).await,
+                Err(e) => Err(e),
+            };
+            let response = match response {
+                Ok(r) => r,
+                Err(e) => {
+                    forget(&inner);
+                    return Err(e);
+                }
+            };
+            if !response.accepted {
+                forget(&inner);
+                return Err(Error::GoalRejected);
+            }
+            if let Some(g) = lock(&inner.goals).get(&id) {
+                g.status.send_if_modified(|s| {
+                    let changed = *s == GoalState::Unknown;
+                    if changed {
+                        *s = GoalState::Accepted;
+                    }
+                    changed
+                });
+            }
+            // Ask for the result at once, so it cannot expire on the server unseen.
+            let result = call(
+                &*inner.get_result,
+                &inner.result_responses,
+                GetResultRequest { goal_id: id },
+            );
+            Ok(ClientGoalHandle {
+                id,
+                inner,
+                feedback: Mutex::new(Some(feedback_rx)),
+                status: status_rx,
+                result: Mutex::new(Some(result)),
+            })
+        }
+    }
+}
+
+impl<A: ActionType> ClientInner<A> {
+    fn finish_goal(&self, id: &GoalUuid, state: GoalState) {
+        if let Some(g) = lock(&self.goals).remove(id) {
+            let _ = g.status.send(state);
+        }
+    }
+
+    fn take_responses<T: Message>(&self, port: &dyn ClientPort, waiters: &Waiters<T>) -> bool {
+        for _ in 0..MAX_BATCH {
+            let Some((seq, response)) = port.take_response() else {
+                return false;
+            };
+            if let Some(tx) = lock(waiters).remove(&seq) {
+                let _ = tx.send(response.map(unwrap_payload::<T>));
+            }
+        }
+        true
+    }
+}
+
+impl<A: ActionType> Executable for ClientInner<A> {
+    fn execute(&self, _cx: &mut ExecContext<'_>) {
+        let mut more = self.take_responses(&*self.send_goal, &self.goal_responses);
+        more |= self.take_responses(&*self.cancel_goal, &self.cancel_responses);
+        more |= self.take_responses(&*self.get_result, &self.result_responses);
+        let mut feedback_left = false;
+        for i in 0..MAX_BATCH {
+            let Some((p, _)) = self.feedback.take() else {
+                break;
+            };
+            let msg: Arc<FeedbackMessage<A::Feedback>> = downcast(p);
+            if let Some(g) = lock(&self.goals).get(&msg.goal_id) {
+                let _ = g.feedback.send(msg.feedback.clone());
+            }
+            feedback_left |= i + 1 == MAX_BATCH;
+        }
+        // Status is looked at only once the feedback queue is drained: the server publishes a
+        // goal's feedback before its terminal status, and a terminal status ends the goal's
+        // feedback stream.
+        if !feedback_left {
+            while let Some((p, _)) = self.status.take() {
+                let array: Arc<GoalStatusArray> = downcast(p);
+                let mut goals = lock(&self.goals);
+                for s in &array.status_list {
+                    let state = GoalState::from_i8(s.status);
+                    if let Some(g) = goals.get(&s.goal_info.goal_id) {
+                        g.status.send_if_modified(|cur| {
+                            let changed = *cur != state && !cur.is_terminal();
+                            if changed {
+                                *cur = state;
+                            }
+                            changed
+                        });
+                    }
+                    if state.is_terminal() {
+                        goals.remove(&s.goal_info.goal_id);
+                    }
+                }
+            }
+        }
+        more |= feedback_left;
+        if more {
+            self.dispatch.notify();
+        }
+    }
+
+    fn dispatch(&self) -> &EntityDispatch {
+        &self.dispatch
+    }
+}
+
+fn downcast<T: Message>(p: Payload) -> Arc<T> {
+    p.downcast::<T>()
+        .unwrap_or_else(|_| unreachable!("the transport refuses endpoints of another type"))
+}
+
+type ResultWaiter<R> = Result<oneshot::Receiver<Result<GetResultResponse<R>>>>;
+
+/// The client's handle on an accepted goal.
+pub struct ClientGoalHandle<A: ActionType> {
+    id: GoalUuid,
+    inner: Arc<ClientInner<A>>,
+    feedback: Mutex<Option<mpsc::UnboundedReceiver<A::Feedback>>>,
+    status: watch::Receiver<GoalState>,
+    result: Mutex<Option<ResultWaiter<A::Result>>>,
+}
+
+impl<A: ActionType> std::fmt::Debug for ClientGoalHandle<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientGoalHandle")
+            .field("goal_id", &self.id.to_string())
+            .field("status", &*self.status.borrow())
+            .finish()
+    }
+}
+
+impl<A: ActionType> ClientGoalHandle<A> {
+    /// The goal's id.
+    pub fn goal_id(&self) -> GoalUuid {
+        self.id
+    }
+
+    /// The goal's latest known state (from the server's status topic and the result).
+    pub fn status(&self) -> GoalState {
+        *self.status.borrow()
+    }
+
+    /// The goal's feedback as a `Stream`; it ends when the goal finishes. Can be taken once.
+    pub fn feedback(&self) -> Result<FeedbackStream<A::Feedback>> {
+        lock(&self.feedback)
+            .take()
+            .map(|rx| FeedbackStream { rx })
+            .ok_or(Error::AlreadyTaken("the feedback stream"))
+    }
+
+    /// The final state and result. Can be awaited once; fails with
+    /// [`Error::ServiceUnavailable`] if the server goes away before the goal finishes.
+    pub fn result(&self) -> impl Future<Output = Result<(GoalState, A::Result)>> + Send + 'static {
+        let waiter = lock(&self.result).take();
+        let inner = self.inner.clone();
+        let id = self.id;
+        async move {
+            let rx = waiter.ok_or(Error::AlreadyTaken("the goal's result"))??;
+            let outcome = answered(rx, inner.name.clone()).await;
+            match outcome {
+                Ok(r) => {
+                    let state = GoalState::from_i8(r.status);
+                    inner.finish_goal(&id, state);
+                    Ok((state, r.result))
+                }
+                Err(e) => {
+                    inner.finish_goal(&id, GoalState::Unknown);
+                    Err(e)
+                }
+            }
+        }
+    }
+
+    /// Asks the server to cancel this goal; resolves to its answer (`return_code` 0 when the
+    /// goal is now canceling).
+    pub fn cancel(&self) -> impl Future<Output = Result<CancelGoalResponse>> + Send + 'static {
+        let request = CancelGoalRequest {
+            goal_info: GoalInfo {
+                goal_id: self.id,
+                stamp: crate::msg::TimeMsg::default(),
+            },
+        };
+        let sent = call(
+            &*self.inner.cancel_goal,
+            &self.inner.cancel_responses,
+            request,
+        );
+        let name = self.inner.name.clone();
+        async move { answered(sent?, name).await }
+    }
+}
+
+/// A goal's feedback, as a `Stream` (also `recv().await`).
+pub struct FeedbackStream<F> {
+    rx: mpsc::UnboundedReceiver<F>,
+}
+
+impl<F> FeedbackStream<F> {
+    /// The next feedback, or `None` once the goal has finished.
+    pub async fn recv(&mut self) -> Option<F> {
+        self.rx.recv().await
+    }
+}
+
+impl<F> Stream for FeedbackStream<F> {
+    type Item = F;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<F>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl<F> std::fmt::Debug for FeedbackStream<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FeedbackStream")
+    }
+}
+
+impl<A: ActionType> std::fmt::Debug for ActionClientState<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActionClient")
+            .field("name", &self.inner.name)
+            .finish()
+    }
+}

@@ -77,17 +77,28 @@ fn setup() -> (Executor, Node, Node) {
     (executor, server_node, client_node)
 }
 
-#[test]
-fn full_lifecycle_with_feedback_and_status() {
+/// An executor with a Fibonacci server (see [`fibonacci_server`]) and a client for it.
+fn fib_pair(
+    step: Duration,
+    options: ActionServerOptions,
+) -> (
+    Executor,
+    ActionServer<Fibonacci>,
+    Node,
+    rclev::ActionClient<Fibonacci>,
+) {
     let (executor, server_node, client_node) = setup();
-    let _server = fibonacci_server(
-        &server_node,
-        Duration::from_millis(2),
-        ActionServerOptions::default(),
-    );
+    let server = fibonacci_server(&server_node, step, options);
     let client = client_node
         .create_action_client::<Fibonacci>("fibonacci")
         .unwrap();
+    (executor, server, client_node, client)
+}
+
+#[test]
+fn full_lifecycle_with_feedback_and_status() {
+    let (executor, _server, client_node, client) =
+        fib_pair(Duration::from_millis(2), ActionServerOptions::default());
     assert!(client.server_is_available());
     assert_eq!(client.action_name(), "/fibonacci");
     // The status topic carries ROS 2's name.
@@ -163,15 +174,8 @@ fn rejected_goal_and_abort() {
 
 #[test]
 fn cancel_during_execution() {
-    let (executor, server_node, client_node) = setup();
-    let _server = fibonacci_server(
-        &server_node,
-        Duration::from_millis(20),
-        ActionServerOptions::default(),
-    );
-    let client = client_node
-        .create_action_client::<Fibonacci>("fibonacci")
-        .unwrap();
+    let (executor, _server, _client_node, client) =
+        fib_pair(Duration::from_millis(20), ActionServerOptions::default());
     let out = Arc::new(Mutex::new(None));
     let o = out.clone();
     spin_until(&executor, async move {
@@ -355,18 +359,13 @@ fn wait_until(executor: &Executor, mut cond: impl FnMut() -> bool, what: &str) {
 
 #[test]
 fn results_expire_after_the_timeout_on_the_steady_clock() {
-    let (executor, server_node, client_node) = setup();
-    let server = fibonacci_server(
-        &server_node,
+    let (executor, server, _client_node, client) = fib_pair(
         Duration::ZERO,
         ActionServerOptions {
             result_timeout: Duration::from_millis(200),
             clock: ClockType::SteadyTime,
         },
     );
-    let client = client_node
-        .create_action_client::<Fibonacci>("fibonacci")
-        .unwrap();
     let finished = Arc::new(Mutex::new(None));
     let f = finished.clone();
     spin_until(&executor, async move {
@@ -507,15 +506,8 @@ fn dropping_the_server_with_active_goals_fails_clients_cleanly() {
 
 #[test]
 fn dropping_the_client_mid_goal_leaves_the_server_working() {
-    let (executor, server_node, client_node) = setup();
-    let server = fibonacci_server(
-        &server_node,
-        Duration::from_millis(10),
-        ActionServerOptions::default(),
-    );
-    let client = client_node
-        .create_action_client::<Fibonacci>("fibonacci")
-        .unwrap();
+    let (executor, server, client_node, client) =
+        fib_pair(Duration::from_millis(10), ActionServerOptions::default());
     let c = client.clone();
     spin_until(&executor, async move {
         let handle = c.send_goal(FibonacciGoal { order: 5 }).await.unwrap();

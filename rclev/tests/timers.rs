@@ -10,6 +10,25 @@ use common::{count_to, spin_until};
 use rclev::{ClockType, Context, Error, IntoTimerOptions, SpinOptions, TimerInfo};
 use tokio::sync::Semaphore;
 
+/// A timer on `node` that counts its calls.
+fn counting_timer(
+    node: &rclev::Node,
+    period: Duration,
+    oneshot: bool,
+) -> (rclev::Timer, Arc<AtomicU64>) {
+    let count = Arc::new(AtomicU64::new(0));
+    let c = count.clone();
+    let tick = move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    };
+    let timer = if oneshot {
+        node.create_timer_oneshot(period, tick)
+    } else {
+        node.create_timer_repeating(period, tick)
+    };
+    (timer.unwrap(), count)
+}
+
 fn spin_for(executor: &rclev::Executor, d: Duration) {
     let errors = executor.spin(SpinOptions::default().timeout(d));
     assert!(errors.is_empty(), "{errors:?}");
@@ -114,13 +133,7 @@ fn slow_callback_coalesces_and_reports_missed_ticks() {
 fn cancel_keeps_a_tombstone_that_reset_rearms() {
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("cancel").unwrap();
-    let count = Arc::new(AtomicU64::new(0));
-    let c = count.clone();
-    let timer = node
-        .create_timer_repeating(Duration::from_millis(1), move || {
-            c.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
+    let (timer, count) = counting_timer(&node, Duration::from_millis(1), false);
     assert_eq!(timer.period(), Duration::from_millis(1));
     assert!(timer.time_until_next_call().is_some());
     spin_for(&executor, Duration::from_millis(30));
@@ -153,13 +166,7 @@ fn cancel_keeps_a_tombstone_that_reset_rearms() {
 fn reset_restarts_the_period() {
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("reset").unwrap();
-    let count = Arc::new(AtomicU64::new(0));
-    let c = count.clone();
-    let timer = node
-        .create_timer_repeating(Duration::from_millis(200), move || {
-            c.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
+    let (timer, count) = counting_timer(&node, Duration::from_millis(200), false);
     // Resetting every 10 ms keeps pushing the deadline away: it never fires (the margin is
     // 20× so a loaded machine cannot make it flaky).
     let t = timer.clone();
@@ -180,13 +187,7 @@ fn reset_restarts_the_period() {
 fn dropping_a_timer_with_a_pending_tick_delivers_nothing() {
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("drop").unwrap();
-    let count = Arc::new(AtomicU64::new(0));
-    let c = count.clone();
-    let timer = node
-        .create_timer_repeating(Duration::from_millis(1), move || {
-            c.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
+    let (timer, count) = counting_timer(&node, Duration::from_millis(1), false);
     // Not spinning: ticks are handed over and coalesce in the worker's mailbox.
     std::thread::sleep(Duration::from_millis(20));
     assert!(timer.dropped_ticks() > 0, "no tick was pending");
@@ -203,13 +204,7 @@ fn dropping_a_timer_with_a_pending_tick_delivers_nothing() {
 fn one_shot_fires_once_until_reset() {
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("oneshot").unwrap();
-    let count = Arc::new(AtomicU64::new(0));
-    let c = count.clone();
-    let timer = node
-        .create_timer_oneshot(Duration::from_millis(5), move || {
-            c.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
+    let (timer, count) = counting_timer(&node, Duration::from_millis(5), true);
     assert!(timer.is_oneshot());
     spin_for(&executor, Duration::from_millis(60));
     assert_eq!(count.load(Ordering::SeqCst), 1);

@@ -165,8 +165,11 @@ impl SchedulerCore {
         } else {
             lead - (early_ns - TARGET) / 16
         };
-        self.lead_ns
-            .store(next.clamp(0, cap) as u64, Ordering::Relaxed);
+        let next = next.clamp(0, cap);
+        // Written only on change: the scheduler thread reads this line on every hand-off.
+        if next != lead {
+            self.lead_ns.store(next as u64, Ordering::Relaxed);
+        }
     }
 
     fn kick_if_earlier(&self, state: &mut SchedState, deadline: Instant) {
@@ -370,7 +373,11 @@ impl SchedulerCore {
                 self.wakeups.fetch_add(1, Ordering::Relaxed);
             }
             Some(deadline) => {
-                let wake_at = self.wake_for(deadline);
+                // Never sleep for less than half the lead: ticks are handed over a lead early,
+                // so waking up to half a lead late still hands them over early, and with dense
+                // deadlines (many timers) it turns a futex round trip per timer into one per
+                // batch.
+                let wake_at = self.wake_for(deadline).max(Instant::now() + self.lead() / 2);
                 state.waiter = Waiter::Until(wake_at);
                 loop {
                     let now = Instant::now();

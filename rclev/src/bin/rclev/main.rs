@@ -77,6 +77,10 @@ enum BenchCommand {
         /// Wall seconds per case.
         #[arg(long, default_value_t = 2.0)]
         secs: f64,
+        /// /clock messages per wall second (at 1 kHz a 10× clock steps exactly one period of
+        /// the 100 Hz timer per message).
+        #[arg(long, default_value_t = 1000.0)]
+        clock_hz: f64,
         /// Write the rows as JSON.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -167,9 +171,11 @@ fn run() -> anyhow_free::Result {
             rate,
             secs,
         } => simtime::run_clock(scale, rate, secs, pause_after),
-        Command::Bench(BenchCommand::Simtime { secs, json }) => {
-            simtime::bench_simtime(secs, json.as_deref())
-        }
+        Command::Bench(BenchCommand::Simtime {
+            secs,
+            clock_hz,
+            json,
+        }) => simtime::bench_simtime(secs, clock_hz, json.as_deref()),
         Command::Bench(BenchCommand::Timers {
             rates,
             secs,

@@ -13,7 +13,7 @@ use rclev::{
 use serde::Serialize;
 
 use crate::anyhow_free::Result;
-use crate::report::write_json;
+use crate::report::{write_json, Window};
 
 /// Sim time the clock starts at (seconds), so nothing depends on the rcl "0 until /clock" rule.
 const SIM_START_NS: i64 = 1_000_000_000_000;
@@ -121,12 +121,14 @@ struct Row {
     error_percent: f64,
     /// Wall timer only: median lateness.
     late_p50_us: Option<f64>,
+    /// CPU time the hypervisor stole during the case, in % (from `/proc/stat`).
+    steal_percent: f64,
 }
 
 const SIM_PERIOD: Duration = Duration::from_millis(10);
 const WALL_PERIOD: Duration = Duration::from_millis(1);
 
-fn run_case(name: &str, scale: f64, secs: f64) -> Result<[Row; 2]> {
+fn run_case(name: &str, scale: f64, secs: f64, clock_hz: f64) -> Result<[Row; 2]> {
     let executor = Context::default().create_basic_executor();
     let driver = executor.create_node("sim_clock")?;
     let node = sim_node(&executor, "bench_simtime")?;
@@ -153,15 +155,17 @@ fn run_case(name: &str, scale: f64, secs: f64) -> Result<[Row; 2]> {
     })?;
     let sim_start = node.get_clock().now().nanos;
     let wall_start = Instant::now();
+    let window = Window::start();
     let (clock_timer, _) = clock_driver(
         &driver,
         if scale == 0.0 { 1.0 } else { scale },
-        1000.0,
+        clock_hz,
         pause,
     )?;
     executor.spin(SpinOptions::default().timeout(Duration::from_secs_f64(secs)));
     drop(clock_timer);
     wall_timer.cancel();
+    let steal_percent = window.finish().steal_percent;
     let wall_secs = wall_start.elapsed().as_secs_f64();
     // Let the ticks the last /clock released run.
     executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
@@ -194,6 +198,7 @@ fn run_case(name: &str, scale: f64, secs: f64) -> Result<[Row; 2]> {
             missed_fires: sim_missed.load(Ordering::Relaxed),
             error_percent: err(sim, expected_sim),
             late_p50_us: None,
+            steal_percent,
         },
         Row {
             case: name.to_string(),
@@ -204,13 +209,14 @@ fn run_case(name: &str, scale: f64, secs: f64) -> Result<[Row; 2]> {
             missed_fires: wall_missed.load(Ordering::Relaxed),
             error_percent: err(wall, expected_wall),
             late_p50_us: Some(p50),
+            steal_percent,
         },
     ])
 }
 
-pub fn bench_simtime(secs: f64, json: Option<&Path>) -> Result {
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err("--secs must be positive".into());
+pub fn bench_simtime(secs: f64, clock_hz: f64, json: Option<&Path>) -> Result {
+    if !(secs.is_finite() && secs > 0.0 && clock_hz.is_finite() && clock_hz > 0.0) {
+        return Err("--secs and --clock-hz must be positive".into());
     }
     let cases = [
         ("scale-0.5", 0.5),
@@ -222,19 +228,19 @@ pub fn bench_simtime(secs: f64, json: Option<&Path>) -> Result {
     let mut rows = Vec::new();
     for (i, (name, scale)) in cases.iter().enumerate() {
         eprintln!(
-            "[{}/{}] {name}: 100 Hz sim timer + 1 kHz wall timer for {secs} s…",
+            "[{}/{}] {name}: 100 Hz sim timer + 1 kHz wall timer for {secs} s, /clock at {clock_hz} Hz…",
             i + 1,
             cases.len()
         );
-        rows.extend(run_case(name, *scale, secs)?);
+        rows.extend(run_case(name, *scale, secs, clock_hz)?);
     }
     println!(
-        "{:<10} {:>6} {:>6} {:>10} {:>10} {:>8} {:>8} {:>10}",
-        "case", "scale", "clock", "expected", "achieved", "missed", "err %", "p50 µs"
+        "{:<10} {:>6} {:>6} {:>10} {:>10} {:>8} {:>8} {:>10} {:>7}",
+        "case", "scale", "clock", "expected", "achieved", "missed", "err %", "p50 µs", "steal%"
     );
     for r in &rows {
         println!(
-            "{:<10} {:>6} {:>6} {:>10} {:>10} {:>8} {:>8.2} {:>10}",
+            "{:<10} {:>6} {:>6} {:>10} {:>10} {:>8} {:>8.2} {:>10} {:>7.2}",
             r.case,
             r.scale,
             r.clock,
@@ -242,7 +248,8 @@ pub fn bench_simtime(secs: f64, json: Option<&Path>) -> Result {
             r.achieved_fires,
             r.missed_fires,
             r.error_percent,
-            r.late_p50_us.map_or("-".to_string(), |v| format!("{v:.1}"))
+            r.late_p50_us.map_or("-".to_string(), |v| format!("{v:.1}")),
+            r.steal_percent
         );
     }
     if let Some(path) = json {

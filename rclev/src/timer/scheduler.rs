@@ -377,7 +377,9 @@ impl SchedulerCore {
                 // so waking up to half a lead late still hands them over early, and with dense
                 // deadlines (many timers) it turns a futex round trip per timer into one per
                 // batch.
-                let wake_at = self.wake_for(deadline).max(Instant::now() + self.lead() / 2);
+                let wake_at = self
+                    .wake_for(deadline)
+                    .max(Instant::now() + self.lead() / 2);
                 state.waiter = Waiter::Until(wake_at);
                 loop {
                     let now = Instant::now();

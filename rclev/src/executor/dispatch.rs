@@ -40,6 +40,12 @@ pub(crate) trait Executable: Send + Sync + 'static {
     fn execute(&self, cx: &mut ExecContext<'_>);
     /// The entity's dispatch.
     fn dispatch(&self) -> &EntityDispatch;
+    /// Whether work arriving for this entity counts towards the worker's spin-before-park
+    /// decision. Timers whose early hand-off already hides the worker's wake-up say no, so
+    /// they do not keep a worker spinning for nothing.
+    fn arrivals_need_spin(&self) -> bool {
+        true
+    }
 }
 
 /// What a worker lends an entity while it executes.

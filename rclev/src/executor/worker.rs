@@ -47,6 +47,12 @@ impl SpinPolicy {
         !self.window.is_zero() && self.gap_ewma_ns < self.window.as_nanos() as f64
     }
 
+    /// The work that ended an idle period did not need the worker awake (a timer tick handed
+    /// over early enough): counts as a long gap.
+    fn record_no_spin_needed(&mut self) {
+        self.record_gap(self.window * 2);
+    }
+
     fn record_gap(&mut self, gap: Duration) {
         let g = gap.as_nanos() as f64;
         self.gap_ewma_ns = if self.gap_ewma_ns.is_finite() {
@@ -103,7 +109,11 @@ pub(crate) async fn run_worker(
                 Take::Closed => return Poll::Ready(()),
                 Take::Items => {
                     if let Some(t) = idle_since.take() {
-                        spin.record_gap(t.elapsed());
+                        if batch.iter().any(needs_spin) {
+                            spin.record_gap(t.elapsed());
+                        } else {
+                            spin.record_no_spin_needed();
+                        }
                     }
                     run_batch(
                         &mailbox,
@@ -146,6 +156,13 @@ pub(crate) async fn run_worker(
         }
     })
     .await
+}
+
+fn needs_spin(item: &MailItem) -> bool {
+    match item {
+        MailItem::Entity(weak) => weak.upgrade().is_none_or(|e| e.arrivals_need_spin()),
+        MailItem::Job(_) => true,
+    }
 }
 
 fn run_batch(

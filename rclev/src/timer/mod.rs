@@ -519,6 +519,13 @@ impl Executable for TimerState {
     fn dispatch(&self) -> &EntityDispatch {
         &self.tick.dispatch
     }
+
+    fn arrivals_need_spin(&self) -> bool {
+        // Sim ticks come with /clock, whose subscription decides; wall ticks need the worker
+        // spinning only when the hand-off lead is pinned at its cap, i.e. cannot grow to cover
+        // the worker's wake-up (periods of a few tens of µs).
+        !self.tick.sim.load(Ordering::Relaxed) && self.sched.lead_is_capped()
+    }
 }
 
 impl Drop for TimerState {

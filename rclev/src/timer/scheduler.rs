@@ -152,6 +152,12 @@ impl SchedulerCore {
         }
     }
 
+    /// Whether the adaptive lead sits at its cap: early hand-off cannot cover more wake-up
+    /// latency, so workers must stay awake between ticks.
+    pub(crate) fn lead_is_capped(&self) -> bool {
+        self.lead_ns.load(Ordering::Relaxed) >= self.lead_cap_ns.load(Ordering::Relaxed)
+    }
+
     /// Feedback from a worker that started a tick `early_ns` before its deadline (negative:
     /// after it). The lead grows at once by any lateness and shrinks slowly while workers
     /// arrive with time to spare, so it settles just above the typical scheduler-overshoot plus

@@ -120,15 +120,18 @@ impl<T: Message> SubscriptionState<T> {
 
 impl<T: Message> Executable for SubscriptionState<T> {
     fn execute(&self, cx: &mut ExecContext<'_>) {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        // One lock for the batch, so a fast publisher and the worker do not take turns on the
+        // queue's mutex for every message.
+        let more = self.port.take_batch(MAX_BATCH, &mut batch);
         let mut callback = lock(&self.callback);
-        for _ in 0..MAX_BATCH {
-            let Some((payload, _info)) = self.port.take() else {
-                return;
-            };
+        for (payload, _info) in batch {
             callback.call(cx, &self.label, &self.worker.exec, downcast::<T>(payload));
         }
-        // A full batch: there may be more. Go to the back of the mailbox.
-        self.dispatch.notify();
+        if more {
+            // Go to the back of the mailbox, behind the worker's other entities.
+            self.dispatch.notify();
+        }
     }
 
     fn dispatch(&self) -> &EntityDispatch {

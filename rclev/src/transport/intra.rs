@@ -176,6 +176,12 @@ impl SubscriptionPort for IntraSubscription {
     fn take(&self) -> Option<(Payload, MessageInfo)> {
         lock(&self.queue.queue).items.pop_front()
     }
+    fn take_batch(&self, max: usize, out: &mut Vec<(Payload, MessageInfo)>) -> bool {
+        let mut q = lock(&self.queue.queue);
+        let n = max.min(q.items.len());
+        out.extend(q.items.drain(..n));
+        !q.items.is_empty()
+    }
     fn lost_count(&self) -> u64 {
         lock(&self.queue.queue).lost
     }

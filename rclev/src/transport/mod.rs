@@ -112,6 +112,17 @@ pub trait PublisherPort: Send + Sync {
 pub trait SubscriptionPort: Send + Sync {
     /// Takes the oldest message, if any.
     fn take(&self) -> Option<(Payload, MessageInfo)>;
+    /// Moves up to `max` of the oldest messages into `out` and says whether more are left.
+    /// Transports override it to take a batch under one lock.
+    fn take_batch(&self, max: usize, out: &mut Vec<(Payload, MessageInfo)>) -> bool {
+        for _ in 0..max {
+            match self.take() {
+                Some(m) => out.push(m),
+                None => return false,
+            }
+        }
+        true
+    }
     /// Messages dropped so far because the history was full (KeepLast).
     fn lost_count(&self) -> u64;
 }

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::server::status_qos;
+use super::server::{endpoint, status_qos};
 use super::GoalState;
 use crate::error::{Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
@@ -18,11 +18,12 @@ use crate::msg::action::{
     GetResultResponse, GoalInfo, GoalStatusArray, GoalUuid, SendGoalRequest, SendGoalResponse,
 };
 use crate::msg::Message;
+use crate::node::pubsub::downcast;
 use crate::node::service::unwrap_payload;
 use crate::node::WorkerCore;
-use crate::qos::{IntoPrimitiveOptions, QoSProfile};
+use crate::qos::QoSProfile;
 use crate::sync::lock;
-use crate::transport::{ClientPort, Payload, ReadyHook, SubscriptionPort, TypeSupport};
+use crate::transport::{ClientPort, ReadyHook, SubscriptionPort, TypeSupport};
 
 type Waiters<T> = Mutex<HashMap<i64, oneshot::Sender<Result<T>>>>;
 
@@ -62,54 +63,43 @@ pub(crate) fn create_action_client<A: ActionType>(
     let transport = core.exec.context.transport().clone();
     let dispatch = EntityDispatch::unbound(core.mailbox.clone());
     let hook = || dispatch.clone() as Arc<dyn ReadyHook>;
-    let ep = |suffix: &str, ts: TypeSupport, resp: Option<TypeSupport>, qos: QoSProfile| {
-        let opts = format!("{full}/_action/{suffix}").qos(qos);
-        core.endpoint(opts, ts, resp)
-    };
     let qos = QoSProfile::default();
     let send_goal = transport.create_client(
-        &ep(
+        &endpoint::<SendGoalRequest<A::Goal>>(
+            core,
+            &full,
             "send_goal",
-            TypeSupport::of::<SendGoalRequest<A::Goal>>(),
-            Some(TypeSupport::of::<SendGoalResponse>()),
             qos,
+            Some(TypeSupport::of::<SendGoalResponse>()),
         )?,
         hook(),
     )?;
     let cancel_goal = transport.create_client(
-        &ep(
+        &endpoint::<CancelGoalRequest>(
+            core,
+            &full,
             "cancel_goal",
-            TypeSupport::of::<CancelGoalRequest>(),
-            Some(TypeSupport::of::<CancelGoalResponse>()),
             qos,
+            Some(TypeSupport::of::<CancelGoalResponse>()),
         )?,
         hook(),
     )?;
     let get_result = transport.create_client(
-        &ep(
+        &endpoint::<GetResultRequest>(
+            core,
+            &full,
             "get_result",
-            TypeSupport::of::<GetResultRequest>(),
-            Some(TypeSupport::of::<GetResultResponse<A::Result>>()),
             qos,
+            Some(TypeSupport::of::<GetResultResponse<A::Result>>()),
         )?,
         hook(),
     )?;
     let feedback = transport.create_subscription(
-        &ep(
-            "feedback",
-            TypeSupport::of::<FeedbackMessage<A::Feedback>>(),
-            None,
-            qos.keep_all(),
-        )?,
+        &endpoint::<FeedbackMessage<A::Feedback>>(core, &full, "feedback", qos.keep_all(), None)?,
         hook(),
     )?;
     let status = transport.create_subscription(
-        &ep(
-            "status",
-            TypeSupport::of::<GoalStatusArray>(),
-            None,
-            status_qos(),
-        )?,
+        &endpoint::<GoalStatusArray>(core, &full, "status", status_qos(), None)?,
         hook(),
     )?;
     let inner = Arc::new(ClientInner {
@@ -296,11 +286,6 @@ impl<A: ActionType> Executable for ClientInner<A> {
     fn dispatch(&self) -> &EntityDispatch {
         &self.dispatch
     }
-}
-
-fn downcast<T: Message>(p: Payload) -> Arc<T> {
-    p.downcast::<T>()
-        .unwrap_or_else(|_| unreachable!("the transport refuses endpoints of another type"))
 }
 
 type ResultWaiter<R> = Result<oneshot::Receiver<Result<GetResultResponse<R>>>>;

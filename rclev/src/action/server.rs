@@ -145,7 +145,8 @@ pub struct ActionServerState<A: ActionType> {
 /// A shared handle to an action server.
 pub type ActionServer<A> = Arc<ActionServerState<A>>;
 
-fn endpoint<T: crate::msg::Message>(
+/// An endpoint of action `name`: `<name>/_action/<suffix>`.
+pub(crate) fn endpoint<T: crate::msg::Message>(
     core: &WorkerCore,
     name: &str,
     suffix: &str,

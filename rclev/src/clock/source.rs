@@ -249,12 +249,12 @@ impl RosTimeSource {
             .iter()
             .filter_map(Weak::upgrade)
             .collect();
-        let credits: Vec<_> = timers.iter().map(|t| t.time_credit()).collect();
+        let credits: Vec<_> = timers.iter().map(|t| t.time_until_next_call()).collect();
         self.sim_active.store(active, Ordering::Release);
         for (t, credit) in timers.iter().zip(credits) {
             t.switch_lane(active, credit);
         }
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        // Also bumps the generation, so sleepers started on the old time base end.
         self.wake_all_sleepers();
         Self::call_jumps(&entries, &jump, false);
     }

@@ -63,7 +63,7 @@ impl<T: Message> PublisherState<T> {
     }
 }
 
-fn downcast<T: Message>(payload: Payload) -> Arc<T> {
+pub(crate) fn downcast<T: Message>(payload: Payload) -> Arc<T> {
     payload
         .downcast::<T>()
         .unwrap_or_else(|_| unreachable!("the transport refuses endpoints of another type"))

@@ -75,8 +75,8 @@ fn loom_cancel_then_rearm_racing_with_the_waiter() {
         );
         let c = core.clone();
         let waiter = loom::thread::spawn(move || c.run_while(|delivered| delivered == 0));
-        core.arm(id, None);
-        core.arm(id, Some(Instant::now()));
+        core.arm(id, None, None);
+        core.arm(id, Some(Instant::now()), None);
         waiter.join().unwrap();
         assert!(delivered(&t));
     });

@@ -286,11 +286,8 @@ impl TimerState {
     fn arm_in(&self, delay: Option<Duration>, period: Option<Duration>) {
         match *lock(&self.lane) {
             Lane::Wall(id) => {
-                let deadline = delay.map(|d| Instant::now() + d);
-                match period {
-                    Some(p) => self.sched.rearm_with_period(id, p, deadline),
-                    None => self.sched.arm(id, deadline),
-                }
+                self.sched
+                    .arm(id, delay.map(|d| Instant::now() + d), period);
             }
             Lane::Sim(id) => {
                 let now = SimTime(self.clock.now().nanos);
@@ -302,11 +299,6 @@ impl TimerState {
                 }
             }
         }
-    }
-
-    /// Time left until the next call on the current time base; `None` if disarmed.
-    pub(crate) fn time_credit(&self) -> Option<Duration> {
-        self.time_until_next_call()
     }
 
     /// Moves the timer between the wall and the simulated ordering when simulation time is

@@ -207,24 +207,15 @@ impl SchedulerCore {
     }
 
     /// Re-arms (`Some`) or cancels (`None`, keeping the slot as a tombstone).
-    pub(crate) fn arm(&self, id: TimerId, deadline: Option<Instant>) {
-        let mut state = lock(&self.state);
-        state.heap.arm(id, deadline);
-        if let Some(d) = deadline {
-            self.kick_if_earlier(&mut state, d);
+    /// Optionally with a new period, in the same step.
+    pub(crate) fn arm(&self, id: TimerId, deadline: Option<Instant>, period: Option<Duration>) {
+        if let Some(p) = period {
+            self.fit_lead(p);
         }
-    }
-
-    /// Changes the period and re-arms in one step.
-    pub(crate) fn rearm_with_period(
-        &self,
-        id: TimerId,
-        period: Duration,
-        deadline: Option<Instant>,
-    ) {
-        self.fit_lead(period);
         let mut state = lock(&self.state);
-        state.heap.set_period(id, period);
+        if let Some(p) = period {
+            state.heap.set_period(id, p);
+        }
         state.heap.arm(id, deadline);
         if let Some(d) = deadline {
             self.kick_if_earlier(&mut state, d);

@@ -391,3 +391,72 @@ fn panicking_timer_callback_keeps_the_timer_running() {
     );
     assert!(count.load(Ordering::SeqCst) >= 3);
 }
+
+/// Mode changes and resets race with ticks the scheduler has already handed over: a one-shot
+/// installed while a fast repeating timer is running fires exactly once, every time.
+#[test]
+fn mode_changes_racing_with_ticks_never_double_fire_a_oneshot() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("mode_race").unwrap();
+    let period = Duration::from_micros(200);
+    let timer = node.create_timer_inert(period).unwrap();
+    let fires = Arc::new(AtomicU64::new(0));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let errors = executor.spin(SpinOptions::default().until_promise_resolved(async {
+                let _ = stop_rx.await;
+            }));
+            assert!(errors.is_empty(), "{errors:?}");
+        });
+        for round in 1..=100u64 {
+            timer.set_repeating(|| {});
+            std::thread::sleep(Duration::from_millis(1));
+            if round % 2 == 0 {
+                timer.reset();
+            }
+            let f = fires.clone();
+            timer.set_oneshot(move || {
+                f.fetch_add(1, Ordering::SeqCst);
+            });
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while fires.load(Ordering::SeqCst) < round && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            // Several periods more: a second call of the same one-shot would come by now.
+            std::thread::sleep(period * 5);
+            assert_eq!(fires.load(Ordering::SeqCst), round, "round {round}");
+        }
+        let _ = stop_tx.send(());
+    });
+}
+
+/// A callback may change its own timer's mode (here: repeating → one-shot) from inside.
+#[test]
+fn a_callback_can_change_its_own_timer() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("self_change").unwrap();
+    let sem = Arc::new(Semaphore::new(0));
+    let repeats = Arc::new(AtomicU64::new(0));
+    let oneshots = Arc::new(AtomicU64::new(0));
+    let slot: Arc<std::sync::OnceLock<std::sync::Weak<rclev::TimerState>>> = Default::default();
+    let (r, o, sl, sm) = (repeats.clone(), oneshots.clone(), slot.clone(), sem.clone());
+    let timer = node
+        .create_timer_repeating(Duration::from_millis(1), move || {
+            if r.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
+                let me = sl.get().and_then(std::sync::Weak::upgrade).unwrap();
+                let (o, sm) = (o.clone(), sm.clone());
+                me.set_oneshot(move || {
+                    o.fetch_add(1, Ordering::SeqCst);
+                    sm.add_permits(1);
+                });
+            }
+        })
+        .unwrap();
+    slot.set(Arc::downgrade(&timer)).unwrap();
+    spin_until(&executor, count_to(&sem, 1));
+    spin_for(&executor, Duration::from_millis(20));
+    assert_eq!(repeats.load(Ordering::SeqCst), 3);
+    assert_eq!(oneshots.load(Ordering::SeqCst), 1);
+    assert!(timer.time_until_next_call().is_none());
+}

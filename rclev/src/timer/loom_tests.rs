@@ -82,6 +82,51 @@ fn loom_cancel_then_rearm_racing_with_the_waiter() {
     });
 }
 
+/// Whether `t` holds a tick of its current schedule, which the worker would run.
+fn holds_current(t: &TimerTick) -> bool {
+    let due = t.due.load(Ordering::Acquire);
+    due != 0 && t.is_current(due)
+}
+
+/// A re-arm (`reset()`, a mode change) racing with the delivery of a tick already popped
+/// under the old schedule. The old tick must never count as current once the re-arm has
+/// returned, and it must not block the new schedule's tick: the waiter runs until the victim
+/// holds a current tick, so a stale tick that made the new one drop would leave it waiting
+/// forever, which loom reports.
+#[test]
+fn loom_rearm_racing_with_an_in_flight_tick() {
+    loom::model(|| {
+        let core = Arc::new(SchedulerCore::new(TimerPrecision::low_cpu()));
+        let old = Instant::now();
+        let mut new = Instant::now();
+        while new <= old {
+            new = Instant::now();
+        }
+        let new_stamp = new.duration_since(core.epoch).as_nanos() as u64 + 1;
+        let victim = tick();
+        let id = core.insert(victim.clone(), Some(old), Duration::ZERO);
+        let v = victim.clone();
+        let c = core.clone();
+        let waiter = loom::thread::spawn(move || {
+            c.run_while(|_| !(holds_current(&v) && v.due.load(Ordering::Acquire) >= new_stamp))
+        });
+        core.arm(id, Some(new), None);
+        let due = victim.due.load(Ordering::Acquire);
+        assert!(
+            due >= new_stamp || !victim.is_current(due),
+            "the old tick is current after the re-arm"
+        );
+        waiter.join().unwrap();
+        assert_eq!(victim.due.load(Ordering::Acquire), new_stamp);
+        assert!(holds_current(&victim));
+        assert_eq!(
+            victim.missed.load(Ordering::Relaxed),
+            0,
+            "the new tick was dropped"
+        );
+    });
+}
+
 /// Shutdown racing with the waiter going to sleep ends the thread.
 #[test]
 fn loom_shutdown_racing_with_the_waiter() {

@@ -203,7 +203,7 @@ pub struct TimerState {
     tick: Arc<TimerTick>,
     lane: Mutex<Lane>,
     sched: Arc<SchedulerCore>,
-    callback: Mutex<Option<Callback<TimerInfo>>>,
+    callback: Mutex<CallbackSlot>,
     mode: AtomicU8,
     period: Duration,
     clock: Clock,
@@ -215,6 +215,19 @@ pub struct TimerState {
 
 /// A shared handle to a timer.
 pub type Timer = Arc<TimerState>;
+
+/// The timer's callback. The worker takes it out while calling it, so the callback may change
+/// its own timer's mode (`set_oneshot` from inside the callback) without deadlocking; it is
+/// put back only if no new callback was installed meanwhile (`version` unchanged).
+///
+/// Lock order: `callback`, then `lane`, then the scheduler's state. `change()` re-arms and
+/// swaps the callback under `callback`, and `execute` takes the tick under it too, so a tick
+/// is always run by the callback of the schedule it belongs to.
+#[derive(Default)]
+struct CallbackSlot {
+    callback: Option<Callback<TimerInfo>>,
+    version: u64,
+}
 
 pub(crate) enum TimerKind {
     Repeating(TimerCallback),
@@ -259,7 +272,10 @@ pub(crate) fn create_timer(
         tick,
         lane: Mutex::new(lane),
         sched,
-        callback: Mutex::new(callback),
+        callback: Mutex::new(CallbackSlot {
+            callback,
+            version: 0,
+        }),
         mode: AtomicU8::new(mode),
         period: options.period,
         last_call: AtomicI64::new(clock.now().nanos),
@@ -400,6 +416,10 @@ impl TimerState {
     }
 
     /// Makes this a repeating timer with `callback`; a spent one-shot is re-armed.
+    ///
+    /// Mode changes keep the timer's next deadline and take effect from it: a tick already
+    /// handed over under the old mode is dropped, never run by the new callback. They may be
+    /// called from the timer's own callback.
     pub fn set_repeating<Args>(&self, callback: impl IntoTimerCallback<Args>) {
         self.change(MODE_REPEATING, Some(callback.into_timer_callback().0));
     }
@@ -415,11 +435,9 @@ impl TimerState {
     }
 
     fn change(&self, mode: u8, callback: Option<Callback<TimerInfo>>) {
-        *lock(&self.callback) = callback;
-        self.mode.store(mode, Ordering::Release);
-        // A tick handed over under the old mode is not one of the new mode's: the new mode
-        // starts at the next deadline.
-        self.tick.due.swap(0, Ordering::AcqRel);
+        let mut slot = lock(&self.callback);
+        // Re-arming raises the tick floor, so a tick handed over (or in flight) under the old
+        // mode is discarded: the new mode starts at the next deadline.
         let period = if mode == MODE_ONESHOT {
             Duration::ZERO
         } else {
@@ -431,6 +449,9 @@ impl TimerState {
             None => Some(self.period),
         };
         self.arm_in(delay, Some(period));
+        slot.callback = callback;
+        slot.version += 1;
+        self.mode.store(mode, Ordering::Release);
     }
 
     fn wall_time(&self, at: Instant, now: Instant, clock_now: Time) -> Time {
@@ -454,7 +475,7 @@ impl TimerState {
     /// Takes the handed-over tick and works out its call times; `None` if there is none.
     fn take_tick(&self) -> Option<TimerInfo> {
         let stamp = self.tick.due.swap(0, Ordering::AcqRel);
-        if stamp == 0 || self.is_canceled() {
+        if stamp == 0 || self.is_canceled() || !self.tick.is_current(stamp) {
             return None;
         }
         if self.tick.sim.load(Ordering::Acquire) {
@@ -497,14 +518,22 @@ impl TimerState {
 
 impl Executable for TimerState {
     fn execute(&self, cx: &mut ExecContext<'_>) {
-        let Some(info) = self.take_tick() else {
-            return;
+        let (info, mut callback, version) = {
+            let mut slot = lock(&self.callback);
+            let Some(info) = self.take_tick() else {
+                return;
+            };
+            (info, slot.callback.take(), slot.version)
         };
         self.last_call
             .store(info.actual_call_time.nanos, Ordering::Release);
-        let mut callback = lock(&self.callback);
-        if let Some(callback) = callback.as_mut() {
-            callback.call(cx, "timer", &self.worker.exec, info);
+        let Some(cb) = callback.as_mut() else {
+            return;
+        };
+        cb.call(cx, "timer", &self.worker.exec, info);
+        let mut slot = lock(&self.callback);
+        if slot.version == version {
+            slot.callback = callback;
         }
     }
 

@@ -9,6 +9,10 @@
 //!   while it delivers ticks or spins.
 //! - Ticks are delivered after the lock is dropped, so a worker woken by a tick never wakes into
 //!   a held scheduler lock, and a slow mailbox push never delays `reset()` callers.
+//! - Because of that, a tick popped just before a user re-arms the timer can be handed over
+//!   just after. Every user arm records, under the lock, the stamp of the new schedule's first
+//!   deadline in `TimerTick::floor`; ticks stamped below it are discarded by `hand_over` and by
+//!   the worker, and never block a tick of the new schedule.
 //!
 //! # The sleep/wake handshake
 //!
@@ -58,6 +62,12 @@ pub(crate) struct TimerTick {
     pub(crate) dropped_total: AtomicU64,
     /// `due` holds a simulated time (ns + 1) rather than an offset from the epoch.
     pub(crate) sim: std::sync::atomic::AtomicBool,
+    /// The stamp of the first deadline of the current arming (`u64::MAX` while disarmed).
+    /// Set under the scheduler lock whenever a user arms, cancels or re-periods the timer.
+    /// Deliveries run outside that lock, so an expiry popped just before a `reset()` or a
+    /// mode change can reach `hand_over` afterwards; its stamp lies below the floor, which
+    /// marks it as belonging to the old schedule: it is discarded, never delivered or counted.
+    pub(crate) floor: AtomicU64,
 }
 
 impl TimerTick {
@@ -68,7 +78,13 @@ impl TimerTick {
             missed: AtomicU64::new(0),
             dropped_total: AtomicU64::new(0),
             sim: std::sync::atomic::AtomicBool::new(false),
+            floor: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// Whether a tick stamped `stamp` belongs to the current arming.
+    pub(crate) fn is_current(&self, stamp: u64) -> bool {
+        stamp >= self.floor.load(Ordering::Acquire)
     }
 
     fn drop_ticks(&self, n: u64) {
@@ -129,6 +145,26 @@ impl SchedulerCore {
             epoch: Instant::now(),
             epoch_steady_ns: crate::clock::steady_nanos(),
             precision,
+        }
+    }
+
+    /// A wall deadline as stored in `TimerTick::due`: ns since the epoch, plus one.
+    fn wall_stamp(&self, deadline: Instant) -> u64 {
+        deadline.saturating_duration_since(self.epoch).as_nanos() as u64 + 1
+    }
+
+    /// A simulated deadline as stored in `TimerTick::due`: ns, plus one.
+    fn sim_stamp(deadline: SimTime) -> u64 {
+        deadline.0.max(0) as u64 + 1
+    }
+
+    /// Records where the timer's current arming starts. Called under the scheduler lock, so
+    /// every expiry popped before it carries a stamp of the previous arming.
+    fn set_floor<K: GridTime>(heap: &TimerHeap<TimerTick, K>, id: TimerId, stamp: Option<u64>) {
+        if let Some(slot) = heap.slot(id) {
+            slot.target
+                .floor
+                .store(stamp.unwrap_or(u64::MAX), Ordering::Release);
         }
     }
 
@@ -200,6 +236,7 @@ impl SchedulerCore {
         self.fit_lead(period);
         let mut state = lock(&self.state);
         let id = state.heap.insert(tick, deadline, period);
+        Self::set_floor(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
         if let Some(d) = deadline {
             self.kick_if_earlier(&mut state, d);
         }
@@ -217,6 +254,7 @@ impl SchedulerCore {
             state.heap.set_period(id, p);
         }
         state.heap.arm(id, deadline);
+        Self::set_floor(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
         if let Some(d) = deadline {
             self.kick_if_earlier(&mut state, d);
         }
@@ -246,27 +284,38 @@ impl SchedulerCore {
 
     /// Hands one expiry to its timer. Runs without the scheduler lock.
     fn deliver(&self, expiry: Expiry<TimerTick>) {
-        let stamp = expiry
-            .deadline
-            .saturating_duration_since(self.epoch)
-            .as_nanos() as u64
-            + 1;
+        let stamp = self.wall_stamp(expiry.deadline);
         Self::hand_over(&expiry.target, stamp, expiry.skipped);
     }
 
     fn hand_over(tick: &TimerTick, stamp: u64, skipped: u64) {
+        if !tick.is_current(stamp) {
+            // Popped before the timer was re-armed: a tick of the old schedule.
+            return;
+        }
         if skipped > 0 {
             tick.drop_ticks(skipped);
         }
-        if tick
-            .due
-            .compare_exchange(0, stamp, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            tick.dispatch.notify();
-        } else {
-            // The previous tick's callback has not started: drop this one (no backlog).
-            tick.drop_ticks(1);
+        let mut waiting = tick.due.load(Ordering::Acquire);
+        loop {
+            if waiting != 0 && tick.is_current(waiting) {
+                // The previous tick's callback has not started: drop this one (no backlog).
+                tick.drop_ticks(1);
+                return;
+            }
+            // Empty, or holding a tick of an old schedule that the worker would discard.
+            match tick.due.compare_exchange_weak(
+                waiting,
+                stamp,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    tick.dispatch.notify();
+                    return;
+                }
+                Err(now) => waiting = now,
+            }
         }
     }
 
@@ -279,11 +328,11 @@ impl SchedulerCore {
         period: Duration,
     ) -> TimerId {
         tick.sim.store(true, std::sync::atomic::Ordering::Release);
-        lock(&self.state)
-            .sim
-            .entry(lane)
-            .or_default()
-            .insert(tick, deadline, period)
+        let mut state = lock(&self.state);
+        let heap = state.sim.entry(lane).or_default();
+        let id = heap.insert(tick, deadline, period);
+        Self::set_floor(heap, id, deadline.map(Self::sim_stamp));
+        id
     }
 
     /// Re-arms or cancels a simulated-clock timer, optionally with a new period.
@@ -299,6 +348,7 @@ impl SchedulerCore {
                 heap.set_period(id, p);
             }
             heap.arm(id, deadline);
+            Self::set_floor(heap, id, deadline.map(Self::sim_stamp));
         }
     }
 
@@ -329,7 +379,7 @@ impl SchedulerCore {
             }
         }
         for e in due {
-            Self::hand_over(&e.target, e.deadline.0.max(0) as u64 + 1, e.skipped);
+            Self::hand_over(&e.target, Self::sim_stamp(e.deadline), e.skipped);
         }
     }
 
@@ -343,7 +393,9 @@ impl SchedulerCore {
         for (id, deadline, period) in heap.armed() {
             let last = SimTime(deadline.0 - period.as_nanos() as i64);
             if !period.is_zero() && last > now {
-                heap.arm(id, Some(now.plus(period)));
+                let restart = now.plus(period);
+                heap.arm(id, Some(restart));
+                Self::set_floor(heap, id, Some(Self::sim_stamp(restart)));
             }
         }
     }

@@ -424,3 +424,48 @@ fn use_sim_time_override_from_ros_args() {
         .unwrap();
     assert!(!other.get_clock().is_sim_time_active());
 }
+
+/// Switching `use_sim_time` from a jump callback of the node's own clock would re-enter the
+/// time change that is running the callback: it is refused with a typed error, not a deadlock.
+#[test]
+fn switching_sim_time_from_a_jump_callback_is_refused() {
+    let s = sim();
+    s.step(1_000 * MS);
+    let results: Arc<Mutex<Vec<Result<(), rclev::Error>>>> = Arc::default();
+    let (r, node) = (results.clone(), Arc::downgrade(&s.node));
+    let _handle = s
+        .node
+        .get_clock()
+        .create_jump_callback(
+            JumpThreshold {
+                on_clock_change: true,
+                min_forward: Some(Duration::from_secs(1)),
+                min_backward: None,
+            },
+            |_| {},
+            move |j| {
+                let node = node.upgrade().unwrap();
+                let on = j.clock_change != ClockChange::RosTimeDeactivated;
+                r.lock()
+                    .unwrap()
+                    .push(node.set_parameter("use_sim_time", !on));
+            },
+        )
+        .unwrap();
+    // A /clock jump (on the node's worker), then a deactivation (on this thread).
+    s.step(5_000 * MS);
+    s.node.set_parameter("use_sim_time", false).unwrap();
+    assert!(!s.node.get_clock().is_sim_time_active());
+    // Outside a jump callback the switch works again (and its callback is refused once more).
+    s.node.set_parameter("use_sim_time", true).unwrap();
+    assert!(s.node.get_clock().is_sim_time_active());
+    let results = results.lock().unwrap();
+    assert_eq!(results.len(), 3, "{results:?}");
+    for r in results.iter() {
+        assert!(
+            matches!(r, Err(rclev::Error::Parameter(rclev::ParameterError::Rejected(reason))) if reason.contains("jump callback")),
+            "{r:?}"
+        );
+    }
+    assert_eq!(s.node.get_parameter("use_sim_time"), Some(true.into()));
+}

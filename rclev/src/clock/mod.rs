@@ -180,6 +180,12 @@ impl Clock {
     /// Registers jump callbacks on a ROS-time clock: `pre` runs before and `post` after a time
     /// jump that crosses `threshold` (a `/clock` step, or simulation time being switched on or
     /// off). They stay registered while the returned handle lives.
+    ///
+    /// Jumps from `/clock` call them on the node's worker; switching simulation time on or off
+    /// calls them on the thread that set `use_sim_time`. Time changes of one clock are
+    /// serialised, so a callback cannot start another one: setting the node's `use_sim_time`
+    /// from inside is refused with
+    /// [`crate::ParameterError::Rejected`].
     pub fn create_jump_callback(
         &self,
         threshold: JumpThreshold,

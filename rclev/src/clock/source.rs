@@ -128,6 +128,30 @@ struct SourceInner {
 
 static NEXT_LANE: AtomicU64 = AtomicU64::new(1);
 
+thread_local! {
+    /// Lanes of the sources whose `change` lock this thread holds, i.e. whose jump callbacks
+    /// may be running on it. Switching such a source's time base from a jump callback would
+    /// take the non-reentrant lock twice; it is refused instead (see `changing_here`).
+    static CHANGING: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Holds a source's `change` lock and marks it as changing on this thread.
+struct ChangeGuard<'a> {
+    lane: u64,
+    _serial: std::sync::MutexGuard<'a, ()>,
+}
+
+impl Drop for ChangeGuard<'_> {
+    fn drop(&mut self) {
+        CHANGING.with(|c| {
+            let mut c = c.borrow_mut();
+            if let Some(i) = c.iter().rposition(|l| *l == self.lane) {
+                c.remove(i);
+            }
+        });
+    }
+}
+
 pub(crate) struct RosTimeSource {
     /// This clock's lane in the timer scheduler.
     pub(crate) lane: u64,
@@ -179,6 +203,21 @@ impl RosTimeSource {
         self.generation.load(Ordering::Acquire)
     }
 
+    fn begin_change(&self) -> ChangeGuard<'_> {
+        let serial = lock(&self.change);
+        CHANGING.with(|c| c.borrow_mut().push(self.lane));
+        ChangeGuard {
+            lane: self.lane,
+            _serial: serial,
+        }
+    }
+
+    /// Whether this thread is inside a time change of this source (running its jump
+    /// callbacks), where switching simulation time on or off cannot be done.
+    pub(crate) fn changing_here(&self) -> bool {
+        CHANGING.with(|c| c.borrow().contains(&self.lane))
+    }
+
     pub(crate) fn register_timer(&self, timer: Weak<TimerState>) {
         let mut inner = lock(&self.inner);
         inner.timers.retain(|w| w.strong_count() > 0);
@@ -224,7 +263,7 @@ impl RosTimeSource {
     /// Switches simulation time on or off; ROS-time timers carry the time left until their next
     /// call over to the new time base (rcl's "time credit").
     pub(crate) fn set_sim_active(&self, active: bool) {
-        let _serial = lock(&self.change);
+        let _change = self.begin_change();
         if self.is_sim_active() == active {
             return;
         }
@@ -263,7 +302,7 @@ impl RosTimeSource {
     /// (O(k log n) for k due), wakes due sleepers and runs jump callbacks for steps that cross
     /// their thresholds; otherwise the value is only remembered.
     pub(crate) fn set_sim_time(&self, nanos: i64) {
-        let _serial = lock(&self.change);
+        let _change = self.begin_change();
         if !self.is_sim_active() {
             self.sim_now.store(nanos, Ordering::Release);
             return;

@@ -188,6 +188,17 @@ impl NodeState {
                 ..ParameterDescriptor::default()
             },
         )?;
+        let source = node.identity.clock.source().cloned();
+        node.parameters.add_guard(move |changes| {
+            let switching = changes.iter().any(|p| p.name == "use_sim_time");
+            match &source {
+                Some(s) if switching && s.changing_here() => Err(
+                    "use_sim_time cannot be switched from a jump callback of the node's own clock"
+                        .into(),
+                ),
+                _ => Ok(()),
+            }
+        });
         let weak: Weak<NodeState> = Arc::downgrade(&node);
         node.parameters.on_change("use_sim_time", move |p| {
             if let (Some(node), ParameterValue::Bool(on)) = (weak.upgrade(), &p.value) {

@@ -308,6 +308,8 @@ struct Store {
     callbacks: Vec<Weak<SetCallback>>,
     /// Internal observers (e.g. `use_sim_time` → the time source), called after a change.
     hooks: Vec<(String, Arc<ChangeHook>)>,
+    /// Internal set-callbacks, asked before the user's and registered for the node's life.
+    guards: Vec<Arc<SetCallback>>,
 }
 
 /// A node's parameters.
@@ -439,7 +441,12 @@ impl Parameters {
                         reason,
                     })?;
             }
-            let callbacks: Vec<_> = store.callbacks.iter().filter_map(Weak::upgrade).collect();
+            let callbacks: Vec<_> = store
+                .guards
+                .iter()
+                .cloned()
+                .chain(store.callbacks.iter().filter_map(Weak::upgrade))
+                .collect();
             (callbacks, store.hooks.clone())
         };
         // Called without the lock, so a callback may read parameters.
@@ -473,6 +480,14 @@ impl Parameters {
         let cb: Arc<SetCallback> = Arc::new(callback);
         lock(&self.store).callbacks.push(Arc::downgrade(&cb));
         SetCallbackHandle { _callback: cb }
+    }
+
+    /// Registers an internal set-callback for the life of the parameters.
+    pub(crate) fn add_guard(
+        &self,
+        guard: impl Fn(&[Parameter]) -> SetParametersResult + Send + Sync + 'static,
+    ) {
+        lock(&self.store).guards.push(Arc::new(guard));
     }
 
     pub(crate) fn on_change(&self, name: &str, hook: impl Fn(&Parameter) + Send + Sync + 'static) {

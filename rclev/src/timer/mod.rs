@@ -1,4 +1,4 @@
-//! Timers, driven by the executor's shared [`TimerScheduler`](scheduler::TimerScheduler).
+//! Timers, driven by the executor's shared timer scheduler.
 //!
 //! `node.create_timer_repeating(period, callback)` registers a timer with the scheduler thread,
 //! which hands each tick to the timer's worker through the same coalescing `EntityDispatch` as

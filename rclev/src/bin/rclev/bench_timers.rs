@@ -15,6 +15,11 @@
 //! Every fire whose callback starts inside the measurement window counts; lateness is callback
 //! start minus the tick's scheduled time. CPU is the process's user+system time over the
 //! window; steal is read from `/proc/stat`.
+//!
+//! Before each rate, a stall probe (a thread that only reads the clock, up to 2 s) measures
+//! the share of time lost in stalls longer than one period (`stall_percent`): under the
+//! drop-late-ticks policy the ticks inside such a stall are lost whatever the design, so
+//! `100 − stall%` is about the ceiling for a tick path with one thread (lower with two).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -28,7 +33,7 @@ use rclev::{Context, ExecutorOptions, SpinOptions, TimerInfo};
 use serde::Serialize;
 
 use crate::anyhow_free::Result;
-use crate::report::{write_json, Window, WindowStats};
+use crate::report::{stall_probe, stalled_percent, write_json, Window, WindowStats};
 
 const WARMUP: Duration = Duration::from_millis(300);
 
@@ -44,6 +49,9 @@ pub struct Row {
     pub late_p99_us: f64,
     pub cpu_cores: f64,
     pub steal_percent: f64,
+    /// Share of the stall probe's window (run just before this rate) lost in stalls longer
+    /// than one period.
+    pub stall_percent: f64,
     pub window_secs: f64,
 }
 
@@ -118,6 +126,7 @@ impl Recorder {
             late_p99_us: us(0.99),
             cpu_cores: stats.cpu_cores,
             steal_percent: stats.steal_percent,
+            stall_percent: f64::NAN,
             window_secs: window,
         }
     }
@@ -312,6 +321,18 @@ pub fn run(opts: Options<'_>) -> Result {
     let total = opts.rates.len() * opts.variants.len();
     let mut rows = Vec::new();
     for &rate in &opts.rates {
+        let probe_window = Duration::from_secs_f64(opts.secs.min(2.0));
+        eprintln!(
+            "stall probe for {rate} Hz: {} s…",
+            probe_window.as_secs_f64()
+        );
+        let gaps = stall_probe(probe_window);
+        let stall_percent =
+            stalled_percent(&gaps, Duration::from_secs_f64(1.0 / rate), probe_window);
+        eprintln!(
+            "        {} stalls ≥ 10 µs; {stall_percent:.2}% of the time in stalls > one period",
+            gaps.len()
+        );
         for variant in &opts.variants {
             eprintln!(
                 "[{}/{total}] {variant}: {} timer(s) × {rate} Hz for {} s…",
@@ -324,6 +345,10 @@ pub fn run(opts: Options<'_>) -> Result {
                 "reference" => run_reference(opts.timers, rate, opts.secs)?,
                 "per-task" => run_per_task(opts.timers, rate, opts.secs)?,
                 _ => run_tokio_interval(opts.timers, rate, opts.secs)?,
+            };
+            let row = Row {
+                stall_percent,
+                ..row
             };
             eprintln!(
                 "        {:.1}% of target, p50 {:.1} µs, {:.3} cores, steal {:.2}%",
@@ -344,7 +369,7 @@ pub fn run(opts: Options<'_>) -> Result {
 
 fn print_table(rows: &[Row]) {
     println!(
-        "{:<15} {:>6} {:>10} {:>12} {:>8} {:>9} {:>9} {:>10} {:>6} {:>6}",
+        "{:<15} {:>6} {:>10} {:>12} {:>8} {:>9} {:>9} {:>10} {:>6} {:>6} {:>6}",
         "variant",
         "timers",
         "target/s",
@@ -354,11 +379,12 @@ fn print_table(rows: &[Row]) {
         "p50 µs",
         "p99 µs",
         "cores",
-        "steal%"
+        "steal%",
+        "stall%"
     );
     for r in rows {
         println!(
-            "{:<15} {:>6} {:>10.0} {:>12.0} {:>8.2} {:>9} {:>9.1} {:>10.1} {:>6.3} {:>6.2}",
+            "{:<15} {:>6} {:>10.0} {:>12.0} {:>8.2} {:>9} {:>9.1} {:>10.1} {:>6.3} {:>6.2} {:>6.2}",
             r.variant,
             r.timers,
             r.target_hz,
@@ -368,7 +394,8 @@ fn print_table(rows: &[Row]) {
             r.late_p50_us,
             r.late_p99_us,
             r.cpu_cores,
-            r.steal_percent
+            r.steal_percent,
+            r.stall_percent
         );
     }
     let find = |v: &str, hz: f64| rows.iter().find(|r| r.variant == v && r.target_hz == hz);

@@ -69,11 +69,16 @@ pub(crate) fn downcast<T: Message>(payload: Payload) -> Arc<T> {
         .unwrap_or_else(|_| unreachable!("the transport refuses endpoints of another type"))
 }
 
+/// A message taken from the transport.
+type Taken = (Payload, MessageInfo);
+
 /// A subscription that runs a callback on its worker for every message.
 pub struct SubscriptionState<T: Message> {
     port: Arc<dyn SubscriptionPort>,
     dispatch: Arc<EntityDispatch>,
-    callback: Mutex<Callback<Arc<T>>>,
+    /// The callback, with the batch buffer it is fed from (kept to avoid an allocation per
+    /// round; only the worker running this entity locks it).
+    receiver: Mutex<(Callback<Arc<T>>, Vec<Taken>)>,
     label: String,
     topic: String,
     worker: Arc<WorkerCore>,
@@ -97,7 +102,7 @@ pub(crate) fn create_subscription<T: Message>(
     let sub = Arc::new(SubscriptionState {
         port,
         dispatch: dispatch.clone(),
-        callback: Mutex::new(callback),
+        receiver: Mutex::new((callback, Vec::with_capacity(MAX_BATCH))),
         label: format!("subscription {}", endpoint.name),
         topic: endpoint.name,
         worker: core.clone(),
@@ -120,12 +125,12 @@ impl<T: Message> SubscriptionState<T> {
 
 impl<T: Message> Executable for SubscriptionState<T> {
     fn execute(&self, cx: &mut ExecContext<'_>) {
-        let mut batch = Vec::with_capacity(MAX_BATCH);
+        let mut receiver = lock(&self.receiver);
+        let (callback, batch) = &mut *receiver;
         // One lock for the batch, so a fast publisher and the worker do not take turns on the
         // queue's mutex for every message.
-        let more = self.port.take_batch(MAX_BATCH, &mut batch);
-        let mut callback = lock(&self.callback);
-        for (payload, _info) in batch {
+        let more = self.port.take_batch(MAX_BATCH, batch);
+        for (payload, _info) in batch.drain(..) {
             callback.call(cx, &self.label, &self.worker.exec, downcast::<T>(payload));
         }
         if more {

@@ -117,7 +117,7 @@ enum BenchCommand {
         #[arg(
             long,
             value_delimiter = ',',
-            default_value = "rclev,reference,per-task,tokio-interval"
+            default_value = "rclev,reference,per-task,tokio-interval,os-sleep"
         )]
         variants: Vec<String>,
         /// Write the rows as JSON.

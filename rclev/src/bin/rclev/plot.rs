@@ -54,7 +54,7 @@ pub fn percent_vs_rate(path: &Path, rows: &[Row]) -> Result {
         .x_desc("target fires per second (log scale)")
         .y_desc("% of target delivered")
         .draw()?;
-    let colors = [RED, BLUE, GREEN, MAGENTA];
+    let colors = [RED, BLUE, GREEN, MAGENTA, BLACK];
     // rclev last, so its line is drawn on top.
     for (variant, color) in VARIANTS.iter().zip(colors).rev() {
         let points: Vec<(f64, f64)> = rows

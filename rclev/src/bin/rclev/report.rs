@@ -1,7 +1,7 @@
 //! Shared helpers for the benchmarks: tables, JSON, CPU accounting.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::anyhow_free::Result;
 
@@ -76,51 +76,5 @@ impl Window {
                 0.0
             },
         }
-    }
-}
-
-/// The stalls a thread suffers while doing nothing but read the clock for `window`: every gap
-/// of at least 10 µs between two consecutive readings. On a VM these are mostly vCPU
-/// preemptions that `/proc/stat` steal accounting misses; no design delivers a tick while the
-/// thread that must run it is stalled.
-pub fn stall_probe(window: Duration) -> Vec<Duration> {
-    const MIN_GAP: Duration = Duration::from_micros(10);
-    let start = Instant::now();
-    let mut gaps = Vec::new();
-    let mut prev = start;
-    while prev - start < window {
-        let now = Instant::now();
-        if now - prev >= MIN_GAP {
-            gaps.push(now - prev);
-        }
-        prev = now;
-    }
-    gaps
-}
-
-/// Percent of `window` spent in `gaps` longer than `period`.
-pub fn stalled_percent(gaps: &[Duration], period: Duration, window: Duration) -> f64 {
-    let lost: Duration = gaps.iter().filter(|g| **g > period).sum();
-    100.0 * lost.as_secs_f64() / window.as_secs_f64()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_stalls_longer_than_the_period_count() {
-        let us = Duration::from_micros;
-        let gaps = [us(20), us(62), us(100), us(2_000)];
-        let percent = stalled_percent(&gaps, us(62), Duration::from_secs(1));
-        assert!((percent - 0.21).abs() < 1e-9, "{percent}");
-    }
-
-    #[test]
-    fn the_probe_runs_for_its_window() {
-        let start = Instant::now();
-        let gaps = stall_probe(Duration::from_millis(20));
-        assert!(start.elapsed() >= Duration::from_millis(20));
-        assert!(gaps.iter().all(|g| *g >= Duration::from_micros(10)));
     }
 }

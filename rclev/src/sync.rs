@@ -1,5 +1,5 @@
-//! The synchronisation primitives behind the two subtle protocols (entity dispatch and the timer
-//! scheduler's sleep/wake handshake), from `std` normally and from `loom` when the crate is built
+//! The synchronisation primitives behind the subtle protocols (entity dispatch with the
+//! mailbox's parking, and the timer scheduler's sleep/wake handshake), from `std` normally and from `loom` when the crate is built
 //! with `--cfg rclev_loom`, so the same code can be model-checked.
 //!
 //! A custom cfg name is used instead of `loom` because Tokio reacts to `cfg(loom)` itself.

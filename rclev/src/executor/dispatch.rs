@@ -19,6 +19,9 @@
 //! is an occasional entry that finds nothing to take, which is harmless. An entity that stops
 //! after a full batch with items left re-notifies itself, which puts it at the back of the
 //! mailbox: that is what keeps a flooded subscription from starving its neighbours.
+//!
+//! The loom model in `executor/loom_tests.rs` checks this protocol together with the mailbox's
+//! parking: taking items before `begin` makes it deadlock.
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock, Weak};

@@ -9,11 +9,12 @@
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, Weak};
+use std::sync::Weak;
 use std::task::Waker;
 
 use super::dispatch::Executable;
-use crate::sync::lock;
+// The inbox lock is the facade's, so the loom model of dispatch + parking covers it.
+use crate::sync::{model_lock as lock, Mutex};
 
 /// A one-off job for the worker's payload (from `Worker::run`).
 pub(crate) type Job = Box<dyn FnOnce(&mut (dyn Any + Send)) + Send>;

@@ -17,6 +17,9 @@ use tokio::sync::Notify;
 
 pub(crate) mod dispatch;
 pub(crate) mod mailbox;
+
+#[cfg(all(test, rclev_loom))]
+mod loom_tests;
 pub(crate) mod worker;
 
 use crate::context::Context;

@@ -27,7 +27,7 @@ use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
 use crate::node::{Callback, WorkerCore};
 use crate::sync::lock;
 use heap::{GridTime, SimTime, TimerId};
-use scheduler::{SchedulerCore, TimerTick};
+use scheduler::{SchedulerCore, TimerTick, SIM_STAMP};
 
 /// The scheduler's precision/CPU trade-offs. The default aims at tick lateness well under
 /// 10 µs for a few percent of a core per kHz of ticks; [`TimerPrecision::low_cpu`] gives up
@@ -478,11 +478,11 @@ impl TimerState {
         if stamp == 0 || self.is_canceled() || !self.tick.is_current(stamp) {
             return None;
         }
-        if self.tick.sim.load(Ordering::Acquire) {
+        if stamp & SIM_STAMP != 0 {
             // Simulated time: handed over when `/clock` passed the deadline, never early.
             return Some(TimerInfo {
                 expected_call_time: Time {
-                    nanos: (stamp - 1) as i64,
+                    nanos: ((stamp & !SIM_STAMP) - 1) as i64,
                     clock_type: ClockType::RosTime,
                 },
                 actual_call_time: self.clock.now(),

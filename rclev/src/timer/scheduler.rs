@@ -49,18 +49,23 @@ use super::TimerPrecision;
 use crate::executor::dispatch::EntityDispatch;
 use crate::sync::{model_lock as lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 
+/// Marks a stamp in `TimerTick::due` as simulated time. Wall stamps stay below it (2^62 ns is
+/// 146 years past the epoch), and `u64::MAX`, the disarmed floor, lies above every stamp.
+pub(crate) const SIM_STAMP: u64 = 1 << 62;
+
 /// What the scheduler hands a timer entity.
 pub(crate) struct TimerTick {
     pub(crate) dispatch: Arc<EntityDispatch>,
-    /// The undelivered tick's deadline as nanoseconds since the scheduler's epoch, plus one;
-    /// zero when no tick is waiting for the callback. Set by the scheduler (only from zero),
-    /// taken by the worker (swap to zero).
+    /// The undelivered tick's stamp: its deadline as nanoseconds since the scheduler's epoch
+    /// plus one, or for simulated time the simulated ns plus one with [`SIM_STAMP`] set; zero
+    /// when no tick is waiting for the callback. Set by the scheduler, taken by the worker
+    /// (swap to zero).
     pub(crate) due: AtomicU64,
     /// Ticks dropped since the callback last ran (late or coalesced).
     pub(crate) missed: AtomicU64,
     /// Ticks dropped over the timer's life.
     pub(crate) dropped_total: AtomicU64,
-    /// `due` holds a simulated time (ns + 1) rather than an offset from the epoch.
+    /// The timer is in a simulated-time lane.
     pub(crate) sim: std::sync::atomic::AtomicBool,
     /// The stamp of the first deadline of the current arming (`u64::MAX` while disarmed).
     /// Set under the scheduler lock whenever a user arms, cancels or re-periods the timer.
@@ -82,9 +87,12 @@ impl TimerTick {
         }
     }
 
-    /// Whether a tick stamped `stamp` belongs to the current arming.
+    /// Whether a tick stamped `stamp` belongs to the current arming: at or after its first
+    /// deadline and in the same time base (a tick in flight while the timer moved between the
+    /// wall and a simulated lane is not).
     pub(crate) fn is_current(&self, stamp: u64) -> bool {
-        stamp >= self.floor.load(Ordering::Acquire)
+        let floor = self.floor.load(Ordering::Acquire);
+        stamp >= floor && (stamp & SIM_STAMP) == (floor & SIM_STAMP)
     }
 
     fn drop_ticks(&self, n: u64) {
@@ -153,9 +161,9 @@ impl SchedulerCore {
         deadline.saturating_duration_since(self.epoch).as_nanos() as u64 + 1
     }
 
-    /// A simulated deadline as stored in `TimerTick::due`: ns, plus one.
+    /// A simulated deadline as stored in `TimerTick::due`: ns, plus one, marked.
     fn sim_stamp(deadline: SimTime) -> u64 {
-        deadline.0.max(0) as u64 + 1
+        (deadline.0.max(0) as u64 + 1) | SIM_STAMP
     }
 
     /// Records where the timer's current arming starts. Called under the scheduler lock, so
@@ -544,5 +552,38 @@ impl TimerScheduler {
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .is_none_or(|h| h.is_finished())
+    }
+}
+
+#[cfg(all(test, not(rclev_loom)))]
+mod tests {
+    use super::*;
+    use crate::executor::mailbox::Mailbox;
+
+    fn tick_with_floor(floor: u64) -> TimerTick {
+        let tick = TimerTick::new(EntityDispatch::unbound(Arc::new(Mailbox::default())));
+        tick.floor.store(floor, Ordering::Release);
+        tick
+    }
+
+    #[test]
+    fn a_stamp_of_the_other_time_base_is_never_current() {
+        let sim = |ns: u64| (ns + 1) | SIM_STAMP;
+        let wall = tick_with_floor(1_000);
+        assert!(wall.is_current(1_000) && wall.is_current(5_000));
+        assert!(!wall.is_current(999), "before the floor");
+        assert!(
+            !wall.is_current(sim(2_000)),
+            "a sim tick after a switch to the wall"
+        );
+        let simulated = tick_with_floor(sim(1_000));
+        assert!(simulated.is_current(sim(1_000)) && simulated.is_current(sim(9_000)));
+        assert!(
+            !simulated.is_current(5_000_000_000),
+            "a wall tick after a switch to sim"
+        );
+        assert!(!simulated.is_current(sim(999)));
+        let disarmed = tick_with_floor(u64::MAX);
+        assert!(!disarmed.is_current(sim(i64::MAX as u64 >> 2)) && !disarmed.is_current(1));
     }
 }

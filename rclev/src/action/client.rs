@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::server::{endpoint, status_qos};
+use super::server::{endpoint, service_endpoint, status_qos};
 use super::GoalState;
 use crate::error::{Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
@@ -23,7 +23,7 @@ use crate::node::service::unwrap_payload;
 use crate::node::WorkerCore;
 use crate::qos::QoSProfile;
 use crate::sync::lock;
-use crate::transport::{ClientPort, ReadyHook, SubscriptionPort, TypeSupport};
+use crate::transport::{ClientPort, ReadyHook, SubscriptionPort};
 
 type Waiters<T> = Mutex<HashMap<i64, oneshot::Sender<Result<T>>>>;
 
@@ -63,39 +63,30 @@ pub(crate) fn create_action_client<A: ActionType>(
     let transport = core.exec.context.transport().clone();
     let dispatch = EntityDispatch::unbound(core.mailbox.clone());
     let hook = || dispatch.clone() as Arc<dyn ReadyHook>;
-    let qos = QoSProfile::default();
     let send_goal = transport.create_client(
-        &endpoint::<SendGoalRequest<A::Goal>>(
-            core,
-            &full,
-            "send_goal",
-            qos,
-            Some(TypeSupport::of::<SendGoalResponse>()),
-        )?,
+        &service_endpoint::<SendGoalRequest<A::Goal>, SendGoalResponse>(core, &full, "send_goal")?,
         hook(),
     )?;
     let cancel_goal = transport.create_client(
-        &endpoint::<CancelGoalRequest>(
-            core,
-            &full,
-            "cancel_goal",
-            qos,
-            Some(TypeSupport::of::<CancelGoalResponse>()),
-        )?,
+        &service_endpoint::<CancelGoalRequest, CancelGoalResponse>(core, &full, "cancel_goal")?,
         hook(),
     )?;
     let get_result = transport.create_client(
-        &endpoint::<GetResultRequest>(
+        &service_endpoint::<GetResultRequest, GetResultResponse<A::Result>>(
             core,
             &full,
             "get_result",
-            qos,
-            Some(TypeSupport::of::<GetResultResponse<A::Result>>()),
         )?,
         hook(),
     )?;
     let feedback = transport.create_subscription(
-        &endpoint::<FeedbackMessage<A::Feedback>>(core, &full, "feedback", qos.keep_all(), None)?,
+        &endpoint::<FeedbackMessage<A::Feedback>>(
+            core,
+            &full,
+            "feedback",
+            QoSProfile::default().keep_all(),
+            None,
+        )?,
         hook(),
     )?;
     let status = transport.create_subscription(

@@ -160,6 +160,22 @@ pub(crate) fn endpoint<T: crate::msg::Message>(
     )
 }
 
+/// One of the three services' endpoints (`send_goal`, `cancel_goal`, `get_result`), on the
+/// default QoS.
+pub(crate) fn service_endpoint<Req: crate::msg::Message, Resp: crate::msg::Message>(
+    core: &WorkerCore,
+    name: &str,
+    suffix: &str,
+) -> Result<Endpoint> {
+    endpoint::<Req>(
+        core,
+        name,
+        suffix,
+        QoSProfile::default(),
+        Some(TypeSupport::of::<Resp>()),
+    )
+}
+
 /// The five endpoints' QoS: services default, feedback default, status transient-local.
 pub(crate) fn status_qos() -> QoSProfile {
     QoSProfile::default().keep_last(1).transient_local()
@@ -179,32 +195,18 @@ pub(crate) fn create_action_server<A: ActionType>(
     let d = || dispatch.clone() as Arc<dyn crate::transport::ReadyHook>;
     let qos = QoSProfile::default();
     let send_goal = transport.create_service(
-        &endpoint::<SendGoalRequest<A::Goal>>(
-            core,
-            &full,
-            "send_goal",
-            qos,
-            Some(TypeSupport::of::<SendGoalResponse>()),
-        )?,
+        &service_endpoint::<SendGoalRequest<A::Goal>, SendGoalResponse>(core, &full, "send_goal")?,
         d(),
     )?;
     let cancel_goal = transport.create_service(
-        &endpoint::<CancelGoalRequest>(
-            core,
-            &full,
-            "cancel_goal",
-            qos,
-            Some(TypeSupport::of::<CancelGoalResponse>()),
-        )?,
+        &service_endpoint::<CancelGoalRequest, CancelGoalResponse>(core, &full, "cancel_goal")?,
         d(),
     )?;
     let get_result = transport.create_service(
-        &endpoint::<GetResultRequest>(
+        &service_endpoint::<GetResultRequest, GetResultResponse<A::Result>>(
             core,
             &full,
             "get_result",
-            qos,
-            Some(TypeSupport::of::<GetResultResponse<A::Result>>()),
         )?,
         d(),
     )?;

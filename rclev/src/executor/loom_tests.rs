@@ -5,8 +5,8 @@
 //!
 //! The worker stops only after it has consumed every item, and while parked it blocks until its
 //! waker runs: a lost readiness (an item left with no entry queued and no wake-up) leaves it
-//! blocked forever, which loom reports as a deadlock. The model also checks the coalescing bound: never more than one
-//! entry queued for the entity.
+//! blocked forever, which loom reports as a deadlock. The model also checks the coalescing
+//! bound: never more than one entry queued for the entity.
 
 use std::sync::Arc;
 

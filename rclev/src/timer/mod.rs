@@ -223,7 +223,6 @@ pub type Timer = Arc<TimerState>;
 /// Lock order: `callback`, then `lane`, then the scheduler's state. `change()` re-arms and
 /// swaps the callback under `callback`, and `execute` takes the tick under it too, so a tick
 /// is always run by the callback of the schedule it belongs to.
-#[derive(Default)]
 struct CallbackSlot {
     callback: Option<Callback<TimerInfo>>,
     version: u64,

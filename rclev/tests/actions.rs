@@ -505,6 +505,55 @@ fn dropping_the_server_with_active_goals_fails_clients_cleanly() {
 }
 
 #[test]
+fn dropping_the_server_while_its_callback_runs_withdraws_it_at_once() {
+    let (executor, server_node, client_node) = setup();
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+    let (resume_tx, resume_rx) = std::sync::mpsc::channel::<()>();
+    let inside = Arc::new(Mutex::new(None));
+    let i = inside.clone();
+    let server = server_node
+        .create_action_server_with_callback::<Fibonacci, _, _, _>(
+            "busy",
+            ActionServerOptions::default(),
+            |_, _| GoalResponse::AcceptAndExecute,
+            |_| CancelResponse::Accept,
+            move |handle| {
+                entered_tx.send(()).unwrap();
+                let _ = resume_rx.recv_timeout(Duration::from_secs(20));
+                // Still on the worker, which still holds the server: the handle is inert.
+                *i.lock().unwrap() =
+                    Some((handle.state(), handle.succeed(FibonacciResult::default())));
+            },
+        )
+        .unwrap();
+    let client = client_node
+        .create_action_client::<Fibonacci>("busy")
+        .unwrap();
+    let c = client.clone();
+    let dropper = std::thread::spawn(move || {
+        entered_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+        drop(server);
+        let available_after_drop = c.server_is_available();
+        resume_tx.send(()).unwrap();
+        available_after_drop
+    });
+    let result = Arc::new(Mutex::new(None));
+    let r = result.clone();
+    spin_until(&executor, async move {
+        let handle = client.send_goal(FibonacciGoal { order: 3 }).await.unwrap();
+        *r.lock().unwrap() = Some(handle.result().await);
+    });
+    assert!(!dropper.join().unwrap());
+    assert!(matches!(
+        result.lock().unwrap().take().unwrap(),
+        Err(Error::ServiceUnavailable(_))
+    ));
+    let (state, succeeded) = inside.lock().unwrap().take().unwrap();
+    assert_eq!(state, GoalState::Unknown);
+    assert!(matches!(succeeded, Err(Error::GoalUnknown(_))));
+}
+
+#[test]
 fn dropping_the_client_mid_goal_leaves_the_server_working() {
     let (executor, server, client_node, client) =
         fib_pair(Duration::from_millis(10), ActionServerOptions::default());

@@ -97,6 +97,56 @@ fn client_errors_without_server_and_when_server_goes_away() {
 }
 
 #[test]
+fn dropping_a_service_while_its_callback_runs_withdraws_it_at_once() {
+    let executor = Context::default().create_basic_executor();
+    let server_node = executor.create_node("server").unwrap();
+    let client_node = executor.create_node("client").unwrap();
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+    let (resume_tx, resume_rx) = std::sync::mpsc::channel::<()>();
+    let resume_rx = Mutex::new(resume_rx);
+    let service = server_node
+        .create_service::<AddTwoInts, _>("busy", move |req| {
+            entered_tx.send(()).unwrap();
+            let _ = resume_rx
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(20));
+            AddTwoIntsResponse { sum: req.a + req.b }
+        })
+        .unwrap();
+    let client = client_node.create_client::<AddTwoInts>("busy").unwrap();
+    let in_callback = client.call(AddTwoIntsRequest { a: 1, b: 2 });
+    let queued = client.call(AddTwoIntsRequest { a: 3, b: 4 });
+    // The last handle goes while the worker is inside the callback (and so still holds the
+    // service): it must be gone at once, not when the callback returns.
+    let c = client.clone();
+    let dropper = std::thread::spawn(move || {
+        entered_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+        drop(service);
+        let ready_after_drop = c.service_is_ready();
+        let new_call = futures::executor::block_on(c.call(AddTwoIntsRequest { a: 5, b: 6 }));
+        resume_tx.send(()).unwrap();
+        (ready_after_drop, new_call)
+    });
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let r = results.clone();
+    spin_until(&executor, async move {
+        let answers = futures::join!(in_callback, queued);
+        r.lock().unwrap().extend([answers.0, answers.1]);
+    });
+    let (ready_after_drop, new_call) = dropper.join().unwrap();
+    assert!(!ready_after_drop);
+    assert!(matches!(new_call, Err(Error::ServiceUnavailable(_))));
+    let results = results.lock().unwrap();
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, Err(Error::ServiceUnavailable(_)))),
+        "{results:?}"
+    );
+}
+
+#[test]
 fn async_callbacks_and_async_services() {
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("n").unwrap();

@@ -259,3 +259,47 @@ fn dropped_subscription_gets_nothing_more() {
     executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(2)));
     assert!(seen.lock().unwrap().is_empty());
 }
+
+#[test]
+fn dropping_a_subscription_while_its_callback_runs_stops_delivery_at_once() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let publisher = node.create_publisher::<Int64>("busy").unwrap();
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+    let (resume_tx, resume_rx) = std::sync::mpsc::channel::<()>();
+    let resume_rx = Mutex::new(resume_rx);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let sub = node
+        .create_subscription::<Int64, _>("busy", move |m| {
+            s.lock().unwrap().push(m.data);
+            if m.data == 1 {
+                entered_tx.send(()).unwrap();
+                let _ = resume_rx
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(20));
+            }
+        })
+        .unwrap();
+    for data in 1..=3 {
+        publisher.publish(Int64 { data }).unwrap();
+    }
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let p = publisher.clone();
+    let dropper = std::thread::spawn(move || {
+        entered_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+        // Messages 2 and 3 are already in the worker's batch when the handle goes.
+        drop(sub);
+        let matched_after_drop = p.get_subscription_count();
+        resume_tx.send(()).unwrap();
+        done_tx.send(()).unwrap();
+        matched_after_drop
+    });
+    spin_until(&executor, async move {
+        done_rx.await.unwrap();
+    });
+    executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
+    assert_eq!(dropper.join().unwrap(), 0);
+    assert_eq!(*seen.lock().unwrap(), vec![1]);
+}

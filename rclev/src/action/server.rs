@@ -130,6 +130,10 @@ struct ServerInner<A: ActionType> {
     status: Arc<dyn PublisherPort>,
     dispatch: Arc<EntityDispatch>,
     goals: Mutex<HashMap<GoalUuid, GoalEntry<A>>>,
+    /// Set by [`ServerInner::close`] while it holds `goals`, so no goal is added after the
+    /// server was closed. Checked by everything that would act on the server's behalf: the
+    /// worker and goal handles may still hold it for a moment after the user dropped it.
+    closed: AtomicBool,
     handlers: Mutex<Handlers<A>>,
     options: ActionServerOptions,
     worker: Arc<WorkerCore>,
@@ -229,6 +233,7 @@ pub(crate) fn create_action_server<A: ActionType>(
         status,
         dispatch: dispatch.clone(),
         goals: Mutex::new(HashMap::new()),
+        closed: AtomicBool::new(false),
         handlers: Mutex::new(Handlers {
             goal,
             cancel,
@@ -242,6 +247,12 @@ pub(crate) fn create_action_server<A: ActionType>(
     dispatch.bind(Arc::downgrade(&entity), true);
     inner.publish_status();
     Ok(Arc::new(ActionServerState { inner }))
+}
+
+impl<A: ActionType> Drop for ActionServerState<A> {
+    fn drop(&mut self) {
+        self.inner.close();
+    }
 }
 
 impl<A: ActionType> ActionServerState<A> {
@@ -264,7 +275,30 @@ impl<A: ActionType> ServerInner<A> {
         format!("action server {}", self.name)
     }
 
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Withdraws the server at once: its services disappear (clients waiting for a response or
+    /// a result get [`Error::ServiceUnavailable`]), its goals and their expiry timers are
+    /// dropped, and goal handles become inert.
+    fn close(&self) {
+        let goals = {
+            let mut goals = lock(&self.goals);
+            self.closed.store(true, Ordering::Release);
+            std::mem::take(&mut *goals)
+        };
+        self.send_goal.close();
+        self.cancel_goal.close();
+        self.get_result.close();
+        // Outside the lock: dropping an expiry timer takes the scheduler's lock.
+        drop(goals);
+    }
+
     fn publish_status(&self) {
+        if self.is_closed() {
+            return;
+        }
         let status_list = lock(&self.goals)
             .values()
             .map(|g| GoalStatus {
@@ -395,7 +429,12 @@ impl<A: ActionType> ServerInner<A> {
         }
         let cancel = Arc::new(CancelSignal::default());
         let goal = Arc::new(request.goal);
-        lock(&self.goals).insert(
+        let mut goals = lock(&self.goals);
+        if self.is_closed() {
+            // The client was already told the server is gone.
+            return;
+        }
+        goals.insert(
             id,
             GoalEntry {
                 info: GoalInfo {
@@ -410,6 +449,7 @@ impl<A: ActionType> ServerInner<A> {
                 _expiry: None,
             },
         );
+        drop(goals);
         let _ = self.send_goal.send_response(
             rid,
             Arc::new(SendGoalResponse {
@@ -536,6 +576,9 @@ impl<A: ActionType> ServerInner<A> {
 
 impl<A: ActionType> Executable for ServerInner<A> {
     fn execute(&self, cx: &mut ExecContext<'_>) {
+        if self.is_closed() {
+            return;
+        }
         let mut more = false;
         for i in 0..MAX_BATCH {
             let Some((rid, p)) = self.send_goal.take_request() else {
@@ -611,13 +654,14 @@ impl<A: ActionType> ServerGoalHandle<A> {
     fn server(&self) -> Result<Arc<ServerInner<A>>> {
         self.server
             .upgrade()
+            .filter(|s| !s.is_closed())
             .ok_or_else(|| Error::GoalUnknown(self.id.to_string()))
     }
 
     /// The goal's current state (`Unknown` once the server or the goal is gone).
     pub fn state(&self) -> GoalState {
-        self.server
-            .upgrade()
+        self.server()
+            .ok()
             .and_then(|s| lock(&s.goals).get(&self.id).map(|g| g.state))
             .unwrap_or(GoalState::Unknown)
     }

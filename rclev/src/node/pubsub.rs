@@ -1,6 +1,7 @@
 //! Publishers, callback subscriptions and awaitable subscription streams.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
 
@@ -72,9 +73,18 @@ pub(crate) fn downcast<T: Message>(payload: Payload) -> Arc<T> {
 /// A message taken from the transport.
 type Taken = (Payload, MessageInfo);
 
-/// A subscription that runs a callback on its worker for every message.
+/// A subscription that runs a callback on its worker for every message. Dropping it (the last
+/// [`Subscription`] handle) unsubscribes at once: even if its callback is running on a worker
+/// right then, no further message is delivered to it.
 pub struct SubscriptionState<T: Message> {
+    entity: Arc<SubscriptionEntity<T>>,
+}
+
+/// What the worker runs; referenced by the worker only while it executes.
+struct SubscriptionEntity<T: Message> {
     port: Arc<dyn SubscriptionPort>,
+    /// Set when the user's handle is dropped; checked before every message of a batch.
+    closed: AtomicBool,
     dispatch: Arc<EntityDispatch>,
     /// The callback, with the batch buffer it is fed from (kept to avoid an allocation per
     /// round; only the worker running this entity locks it).
@@ -99,8 +109,9 @@ pub(crate) fn create_subscription<T: Message>(
         .context
         .transport()
         .create_subscription(&endpoint, dispatch.clone())?;
-    let sub = Arc::new(SubscriptionState {
+    let sub = Arc::new(SubscriptionEntity {
         port,
+        closed: AtomicBool::new(false),
         dispatch: dispatch.clone(),
         receiver: Mutex::new((callback, Vec::with_capacity(MAX_BATCH))),
         label: format!("subscription {}", endpoint.name),
@@ -109,21 +120,28 @@ pub(crate) fn create_subscription<T: Message>(
     });
     let entity: Arc<dyn Executable> = sub.clone();
     dispatch.bind(Arc::downgrade(&entity), true);
-    Ok(sub)
+    Ok(Arc::new(SubscriptionState { entity: sub }))
 }
 
 impl<T: Message> SubscriptionState<T> {
     /// The fully qualified topic name.
     pub fn topic_name(&self) -> &str {
-        &self.topic
+        &self.entity.topic
     }
     /// Messages dropped because the KeepLast history was full before the callback took them.
     pub fn lost_count(&self) -> u64 {
-        self.port.lost_count()
+        self.entity.port.lost_count()
     }
 }
 
-impl<T: Message> Executable for SubscriptionState<T> {
+impl<T: Message> Drop for SubscriptionState<T> {
+    fn drop(&mut self) {
+        self.entity.closed.store(true, Ordering::Release);
+        self.entity.port.close();
+    }
+}
+
+impl<T: Message> Executable for SubscriptionEntity<T> {
     fn execute(&self, cx: &mut ExecContext<'_>) {
         let mut receiver = lock(&self.receiver);
         let (callback, batch) = &mut *receiver;
@@ -131,9 +149,14 @@ impl<T: Message> Executable for SubscriptionState<T> {
         // queue's mutex for every message.
         let more = self.port.take_batch(MAX_BATCH, batch);
         for (payload, _info) in batch.drain(..) {
+            if self.closed.load(Ordering::Acquire) {
+                // Unsubscribed: the rest of the batch goes with the subscription.
+                break;
+            }
             callback.call(cx, &self.label, &self.worker.exec, downcast::<T>(payload));
         }
-        if more {
+        batch.clear();
+        if more && !self.closed.load(Ordering::Acquire) {
             // Go to the back of the mailbox, behind the worker's other entities.
             self.dispatch.notify();
         }
@@ -242,7 +265,7 @@ impl<T: Message> std::fmt::Debug for PublisherState<T> {
 impl<T: Message> std::fmt::Debug for SubscriptionState<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Subscription")
-            .field("topic", &self.topic)
+            .field("topic", &self.entity.topic)
             .field("type", &T::TYPE_NAME)
             .finish()
     }

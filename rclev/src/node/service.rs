@@ -50,8 +50,15 @@ pub(crate) fn unwrap_payload<T: Message>(payload: Payload) -> T {
     Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone())
 }
 
-/// A service server.
+/// A service server. Dropping it (the last [`Service`] handle) withdraws the service at once,
+/// even while one of its callbacks is still running: clients stop seeing it and requests not
+/// answered yet fail with [`Error::ServiceUnavailable`].
 pub struct ServiceState<S: ServiceType> {
+    entity: Arc<ServiceEntity<S>>,
+}
+
+/// What the worker runs; referenced by the worker only while it executes.
+struct ServiceEntity<S: ServiceType> {
     port: Arc<dyn ServicePort>,
     dispatch: Arc<EntityDispatch>,
     callback: Mutex<ServiceCallback<S>>,
@@ -79,7 +86,7 @@ pub(crate) fn create_service<S: ServiceType>(
         .context
         .transport()
         .create_service(&endpoint, dispatch.clone())?;
-    let service = Arc::new(ServiceState {
+    let service = Arc::new(ServiceEntity {
         port,
         dispatch: dispatch.clone(),
         callback: Mutex::new(callback),
@@ -89,17 +96,23 @@ pub(crate) fn create_service<S: ServiceType>(
     });
     let entity: Arc<dyn Executable> = service.clone();
     dispatch.bind(Arc::downgrade(&entity), true);
-    Ok(service)
+    Ok(Arc::new(ServiceState { entity: service }))
 }
 
 impl<S: ServiceType> ServiceState<S> {
     /// The fully qualified service name.
     pub fn service_name(&self) -> &str {
-        &self.name
+        &self.entity.name
     }
 }
 
-impl<S: ServiceType> Executable for ServiceState<S> {
+impl<S: ServiceType> Drop for ServiceState<S> {
+    fn drop(&mut self) {
+        self.entity.port.close();
+    }
+}
+
+impl<S: ServiceType> Executable for ServiceEntity<S> {
     fn execute(&self, cx: &mut ExecContext<'_>) {
         let mut callback = lock(&self.callback);
         for _ in 0..MAX_BATCH {
@@ -242,7 +255,7 @@ impl<S: ServiceType> Executable for ClientState<S> {
 impl<S: ServiceType> std::fmt::Debug for ServiceState<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Service")
-            .field("name", &self.name)
+            .field("name", &self.entity.name)
             .field("type", &S::TYPE_NAME)
             .finish()
     }

@@ -185,10 +185,19 @@ impl SubscriptionPort for IntraSubscription {
     fn lost_count(&self) -> u64 {
         lock(&self.queue.queue).lost
     }
+    fn close(&self) {
+        self.unsubscribe();
+    }
 }
 
 impl Drop for IntraSubscription {
     fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl IntraSubscription {
+    fn unsubscribe(&self) {
         self.topic
             .subscriptions
             .write()
@@ -200,10 +209,21 @@ impl Drop for IntraSubscription {
 struct ServiceSlot {
     name: String,
     request_type: TypeSupport,
-    requests: Mutex<VecDeque<(RequestId, Payload, Weak<ClientQueue>)>>,
+    /// Lock order: `requests` before `in_progress`.
+    requests: Mutex<RequestQueue>,
     /// Requests taken by the server and not answered yet, with where the answer goes.
     in_progress: Mutex<HashMap<RequestId, Weak<ClientQueue>>>,
     hook: Arc<dyn ReadyHook>,
+}
+
+/// Requests waiting for the server. `closed` lives under the same lock as the queue so that a
+/// client that found the slot just before the service closed either gets its request into the
+/// queue before `close` drains it (and is answered with an error) or is refused: never queued
+/// after the drain, where nobody would answer it.
+#[derive(Default)]
+struct RequestQueue {
+    queued: VecDeque<(RequestId, Payload, Weak<ClientQueue>)>,
+    closed: bool,
 }
 
 struct IntraService {
@@ -216,7 +236,10 @@ type IntraProcessShared = Mutex<Registry>;
 
 impl ServicePort for IntraService {
     fn take_request(&self) -> Option<(RequestId, Payload)> {
-        let (id, payload, reply_to) = lock(&self.slot.requests).pop_front()?;
+        // Both locks at once, so `close` never drains `in_progress` between the two steps and
+        // leaves a taken request without an answer.
+        let mut requests = lock(&self.slot.requests);
+        let (id, payload, reply_to) = requests.queued.pop_front()?;
         lock(&self.slot.in_progress).insert(id, reply_to);
         Some((id, payload))
     }
@@ -230,6 +253,10 @@ impl ServicePort for IntraService {
         Ok(())
     }
 
+    fn close(&self) {
+        self.withdraw();
+    }
+
     fn abandon_request(&self, id: RequestId) {
         let reply_to = lock(&self.slot.in_progress).remove(&id);
         if let Some(client) = reply_to.and_then(|w| w.upgrade()) {
@@ -241,8 +268,8 @@ impl ServicePort for IntraService {
     }
 }
 
-impl Drop for IntraService {
-    fn drop(&mut self) {
+impl IntraService {
+    fn withdraw(&self) {
         if let Some(reg) = self.registry.upgrade() {
             let mut reg = lock(&reg);
             if let Some(existing) = reg.services.get(&self.slot.name) {
@@ -253,18 +280,29 @@ impl Drop for IntraService {
         }
         // Nobody will answer these: tell their clients instead of letting them hang.
         let gone = || Err(Error::ServiceUnavailable(self.slot.name.clone()));
-        let queued: Vec<_> = lock(&self.slot.requests).drain(..).collect();
+        let (queued, taken): (Vec<_>, Vec<_>) = {
+            let mut requests = lock(&self.slot.requests);
+            requests.closed = true;
+            let queued = requests.queued.drain(..).collect();
+            let taken = lock(&self.slot.in_progress).drain().collect();
+            (queued, taken)
+        };
         for (id, _, client) in queued {
             if let Some(c) = client.upgrade() {
                 c.push(id.sequence_number, gone());
             }
         }
-        let taken: Vec<_> = lock(&self.slot.in_progress).drain().collect();
         for (id, client) in taken {
             if let Some(c) = client.upgrade() {
                 c.push(id.sequence_number, gone());
             }
         }
+    }
+}
+
+impl Drop for IntraService {
+    fn drop(&mut self) {
+        self.withdraw();
     }
 }
 
@@ -314,7 +352,15 @@ impl ClientPort for IntraClient {
             client_gid: self.gid,
             sequence_number: seq,
         };
-        lock(&slot.requests).push_back((id, request, Arc::downgrade(&self.queue)));
+        {
+            let mut requests = lock(&slot.requests);
+            if requests.closed {
+                return Err(Error::ServiceUnavailable(self.service_name.clone()));
+            }
+            requests
+                .queued
+                .push_back((id, request, Arc::downgrade(&self.queue)));
+        }
         slot.hook.ready();
         Ok(seq)
     }
@@ -437,7 +483,7 @@ impl Transport for IntraProcess {
         let slot = Arc::new(ServiceSlot {
             name: endpoint.name.clone(),
             request_type: endpoint.type_support,
-            requests: Mutex::new(VecDeque::new()),
+            requests: Mutex::default(),
             in_progress: Mutex::new(HashMap::new()),
             hook,
         });
@@ -466,5 +512,82 @@ impl Transport for IntraProcess {
                 hook,
             }),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msg::{AddTwoIntsRequest, AddTwoIntsResponse};
+
+    struct CountingHook(AtomicU64);
+
+    impl ReadyHook for CountingHook {
+        fn ready(&self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn endpoint() -> Endpoint {
+        Endpoint {
+            name: "/add".into(),
+            type_support: TypeSupport::of::<AddTwoIntsRequest>(),
+            response_type: Some(TypeSupport::of::<AddTwoIntsResponse>()),
+            qos: QoSProfile::default(),
+        }
+    }
+
+    fn request() -> Payload {
+        Arc::new(AddTwoIntsRequest { a: 1, b: 2 })
+    }
+
+    #[test]
+    fn closing_a_service_answers_what_it_holds_and_refuses_late_requests() {
+        let transport = IntraProcess::new();
+        let service_hook = Arc::new(CountingHook(AtomicU64::new(0)));
+        let client_hook = Arc::new(CountingHook(AtomicU64::new(0)));
+        let service = transport
+            .create_service(&endpoint(), service_hook.clone())
+            .unwrap();
+        let client = transport
+            .create_client(&endpoint(), client_hook.clone())
+            .unwrap();
+        let taken = client.send_request(request()).unwrap();
+        let queued = client.send_request(request()).unwrap();
+        let (taken_id, _) = service.take_request().unwrap();
+        assert_eq!(taken_id.sequence_number, taken);
+        // A client that looked the slot up just before the close: put the slot back where
+        // it finds it, as if its lookup had won the race.
+        let slot = Arc::downgrade(
+            &lock(&transport.shared()).services["/add"]
+                .upgrade()
+                .unwrap(),
+        );
+        service.close();
+        assert!(!client.service_is_ready());
+        lock(&transport.shared())
+            .services
+            .insert("/add".into(), slot);
+        assert!(matches!(
+            client.send_request(request()),
+            Err(Error::ServiceUnavailable(_))
+        ));
+        assert!(service.take_request().is_none());
+        let mut answers: Vec<_> = std::iter::from_fn(|| client.take_response()).collect();
+        answers.sort_by_key(|(seq, _)| *seq);
+        assert_eq!(answers.len(), 2);
+        assert_eq!((answers[0].0, answers[1].0), (taken, queued));
+        assert!(answers
+            .iter()
+            .all(|(_, r)| matches!(r, Err(Error::ServiceUnavailable(_)))));
+        // A response to the request taken before the close has nobody left to reach.
+        service
+            .send_response(taken_id, Arc::new(AddTwoIntsResponse { sum: 3 }))
+            .unwrap();
+        assert!(client.take_response().is_none());
+        // Closing again, and dropping, change nothing.
+        service.close();
+        drop(service);
+        assert!(client.take_response().is_none());
     }
 }

@@ -125,6 +125,10 @@ pub trait SubscriptionPort: Send + Sync {
     }
     /// Messages dropped so far because the history was full (KeepLast).
     fn lost_count(&self) -> u64;
+    /// Unsubscribes now, even while the port itself is still referenced (by a callback in
+    /// flight): publishers stop counting it and queue nothing more for it. Idempotent;
+    /// dropping the port closes it too.
+    fn close(&self);
 }
 
 /// A service server's side.
@@ -135,6 +139,11 @@ pub trait ServicePort: Send + Sync {
     fn send_response(&self, id: RequestId, response: Payload) -> Result<()>;
     /// Gives up on a request (its handler failed): the client gets an error instead of waiting.
     fn abandon_request(&self, id: RequestId);
+    /// Withdraws the service now, even while the port itself is still referenced (by a callback
+    /// in flight): clients stop seeing it, requests not answered yet fail with
+    /// [`Error::ServiceUnavailable`], and new ones are
+    /// refused. Idempotent; dropping the port closes it too.
+    fn close(&self);
 }
 
 /// A service client's side.

@@ -189,8 +189,11 @@ fn dropping_a_timer_with_a_pending_tick_delivers_nothing() {
     let node = executor.create_node("drop").unwrap();
     let (timer, count) = counting_timer(&node, Duration::from_millis(1), false);
     // Not spinning: ticks are handed over and coalesce in the worker's mailbox.
-    std::thread::sleep(Duration::from_millis(20));
-    assert!(timer.dropped_ticks() > 0, "no tick was pending");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while timer.dropped_ticks() == 0 {
+        assert!(Instant::now() < deadline, "no tick was pending");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     drop(timer);
     spin_for(&executor, Duration::from_millis(30));
     assert_eq!(
@@ -373,8 +376,10 @@ fn panicking_timer_callback_keeps_the_timer_running() {
     let (c, s) = (count.clone(), sem.clone());
     let _timer = node
         .create_timer_repeating(Duration::from_millis(1), move || {
+            // Counted before the permit, so the count is complete when the waiter wakes.
+            let calls_before = c.fetch_add(1, Ordering::SeqCst);
             s.add_permits(1);
-            if c.fetch_add(1, Ordering::SeqCst) == 0 {
+            if calls_before == 0 {
                 panic!("first tick fails");
             }
         })

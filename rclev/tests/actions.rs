@@ -448,13 +448,18 @@ fn dropping_the_server_with_active_goals_fails_clients_cleanly() {
     let (executor, server_node, client_node) = setup();
     let handles: Arc<Mutex<Vec<ServerGoalHandle<Fibonacci>>>> = Arc::default();
     let h = handles.clone();
+    let executing = Arc::new(tokio::sync::Semaphore::new(0));
+    let e = executing.clone();
     let server = server_node
         .create_action_server_with_callback::<Fibonacci, _, _, _>(
             "doomed",
             ActionServerOptions::default(),
             |_, _| GoalResponse::AcceptAndExecute,
             |_| CancelResponse::Accept,
-            move |handle| h.lock().unwrap().push(handle),
+            move |handle| {
+                h.lock().unwrap().push(handle);
+                e.add_permits(1);
+            },
         )
         .unwrap();
     let client = client_node
@@ -465,6 +470,8 @@ fn dropping_the_server_with_active_goals_fails_clients_cleanly() {
     let c = client.clone();
     spin_until(&executor, async move {
         *g.lock().unwrap() = Some(c.send_goal(FibonacciGoal { order: 3 }).await.unwrap());
+        // The goal is executing (its handle was handed out) before the server goes.
+        executing.acquire().await.unwrap().forget();
     });
     drop(server);
     assert!(!client.server_is_available());
@@ -511,8 +518,7 @@ fn dropping_the_server_while_its_callback_runs_withdraws_it_at_once() {
     let (executor, server_node, client_node) = setup();
     let (entered_tx, entered_rx) = std::sync::mpsc::channel();
     let (resume_tx, resume_rx) = std::sync::mpsc::channel::<()>();
-    let inside = Arc::new(Mutex::new(None));
-    let i = inside.clone();
+    let (inside_tx, inside_rx) = std::sync::mpsc::channel();
     let server = server_node
         .create_action_server_with_callback::<Fibonacci, _, _, _>(
             "busy",
@@ -523,8 +529,9 @@ fn dropping_the_server_while_its_callback_runs_withdraws_it_at_once() {
                 entered_tx.send(()).unwrap();
                 let _ = resume_rx.recv_timeout(Duration::from_secs(20));
                 // Still on the worker, which still holds the server: the handle is inert.
-                *i.lock().unwrap() =
-                    Some((handle.state(), handle.succeed(FibonacciResult::default())));
+                inside_tx
+                    .send((handle.state(), handle.succeed(FibonacciResult::default())))
+                    .unwrap();
             },
         )
         .unwrap();
@@ -550,7 +557,8 @@ fn dropping_the_server_while_its_callback_runs_withdraws_it_at_once() {
         result.lock().unwrap().take().unwrap(),
         Err(Error::ServiceUnavailable(_))
     ));
-    let (state, succeeded) = inside.lock().unwrap().take().unwrap();
+    // The client may have its error before the callback is done: wait for the callback.
+    let (state, succeeded) = inside_rx.recv_timeout(Duration::from_secs(20)).unwrap();
     assert_eq!(state, GoalState::Unknown);
     assert!(matches!(succeeded, Err(Error::GoalUnknown(_))));
 }

@@ -67,7 +67,8 @@ fn ticks_stay_on_the_grid_without_drift() {
     // Nothing was skipped on an idle machine unless reported as missed.
     let last = infos.last().unwrap().expected_call_time.nanos;
     let steps = (last - first.nanos) / period.as_nanos() as i64;
-    let missed: u64 = infos.iter().map(|i| i.missed_ticks).sum();
+    // (The first call's count is of grid points before it.)
+    let missed: u64 = infos[1..].iter().map(|i| i.missed_ticks).sum();
     assert_eq!(
         steps as u64 + 1,
         infos.len() as u64 + missed,
@@ -98,9 +99,10 @@ fn slow_callback_coalesces_and_reports_missed_ticks() {
     let calls = calls.lock().unwrap();
     let slow_calls: Vec<_> = calls.iter().filter(|(t, _)| *t < switched).collect();
     assert!(slow_calls.len() >= 5);
-    // Each slow call after the first reports the ticks it displaced (a 7 ms call spans at
-    // least three 2 ms grid points, one of which waits as the next call's tick).
-    for (_, info) in &slow_calls[1..] {
+    // A 7 ms call spans at least three 2 ms grid points: the first waits as the next call's
+    // tick, the others are dropped. So from the third slow call on, each call lies at least
+    // two periods after the previous one and reports the grid points between them.
+    for (_, info) in &slow_calls[2..] {
         assert!(
             info.missed_ticks >= 1,
             "missed ticks not reported: {info:?}"
@@ -110,6 +112,14 @@ fn slow_callback_coalesces_and_reports_missed_ticks() {
     let first = calls[0].1.expected_call_time.nanos;
     let last = calls.last().unwrap().1.expected_call_time.nanos;
     let grid_points = (last - first) / period.as_nanos() as i64 + 1;
+    for pair in calls.windows(2) {
+        let gap = pair[1].1.expected_call_time.nanos - pair[0].1.expected_call_time.nanos;
+        assert_eq!(
+            gap,
+            (pair[1].1.missed_ticks as i64 + 1) * period.as_nanos() as i64,
+            "missed ticks do not match the gap: {pair:?}"
+        );
+    }
     let missed: u64 = calls[1..].iter().map(|(_, i)| i.missed_ticks).sum();
     assert_eq!(grid_points as u64, calls.len() as u64 + missed);
     assert!(timer.dropped_ticks() >= missed);

@@ -352,6 +352,9 @@ impl<A: ActionType> ServerInner<A> {
                 (next, Vec::new(), None)
             }
         };
+        // Status first: a client that has the result can count on the status array showing
+        // the terminal state already.
+        self.publish_status();
         if next.is_terminal() {
             let result = result.unwrap_or_default();
             for rid in waiting {
@@ -359,7 +362,6 @@ impl<A: ActionType> ServerInner<A> {
             }
             self.schedule_expiry(*id);
         }
-        self.publish_status();
         Ok(next)
     }
 

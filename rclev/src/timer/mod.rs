@@ -134,8 +134,10 @@ pub struct TimerInfo {
     pub expected_call_time: Time,
     /// When the callback actually started, on the timer's clock.
     pub actual_call_time: Time,
-    /// Ticks dropped since the previous call because they were late (the callback or the
-    /// system could not keep up).
+    /// Grid points between the previous call and this one that got no call: their ticks were
+    /// dropped because they were late (the callback or the system could not keep up). So
+    /// `expected_call_time` lies `missed_ticks + 1` periods after the previous call's; for the
+    /// first call after (re-)arming, it counts the grid points skipped before it.
     pub missed_ticks: u64,
 }
 
@@ -226,6 +228,8 @@ pub type Timer = Arc<TimerState>;
 struct CallbackSlot {
     callback: Option<Callback<TimerInfo>>,
     version: u64,
+    /// The stamp of the last tick taken (0: none yet), for [`TimerState::missed_before`].
+    last_stamp: u64,
 }
 
 pub(crate) enum TimerKind {
@@ -274,6 +278,7 @@ pub(crate) fn create_timer(
         callback: Mutex::new(CallbackSlot {
             callback,
             version: 0,
+            last_stamp: 0,
         }),
         mode: AtomicU8::new(mode),
         period: options.period,
@@ -471,22 +476,43 @@ impl TimerState {
         }
     }
 
-    /// Takes the handed-over tick and works out its call times; `None` if there is none.
-    fn take_tick(&self) -> Option<TimerInfo> {
+    /// How many grid points of the current arming lie between the tick stamped `previous` and
+    /// the one stamped `stamp` (both current), or before `stamp` when `previous` belongs to an
+    /// earlier arming. Computed from the stamps rather than counted as ticks are dropped, so a
+    /// tick dropped while this one waited (a later grid point) is reported by the next call,
+    /// not this one.
+    fn missed_before(&self, stamp: u64, previous: u64) -> u64 {
+        let period = self.period.as_nanos() as u64;
+        if period == 0 {
+            return 0;
+        }
+        let ns = |s: u64| s & !SIM_STAMP;
+        if previous != 0 && previous < stamp && self.tick.is_current(previous) {
+            (ns(stamp).saturating_sub(ns(previous)) / period).saturating_sub(1)
+        } else {
+            let floor = ns(self.tick.floor.load(Ordering::Acquire));
+            ns(stamp).saturating_sub(floor) / period
+        }
+    }
+
+    /// Takes the handed-over tick and works out its call times (all but `missed_ticks`); `None`
+    /// if there is none. Returns the tick's stamp too.
+    fn take_tick(&self) -> Option<(TimerInfo, u64)> {
         let stamp = self.tick.due.swap(0, Ordering::AcqRel);
         if stamp == 0 || self.is_canceled() || !self.tick.is_current(stamp) {
             return None;
         }
         if stamp & SIM_STAMP != 0 {
             // Simulated time: handed over when `/clock` passed the deadline, never early.
-            return Some(TimerInfo {
+            let info = TimerInfo {
                 expected_call_time: Time {
                     nanos: ((stamp & !SIM_STAMP) - 1) as i64,
                     clock_type: ClockType::RosTime,
                 },
                 actual_call_time: self.clock.now(),
-                missed_ticks: self.tick.missed.swap(0, Ordering::AcqRel),
-            });
+                missed_ticks: 0,
+            };
+            return Some((info, stamp));
         }
         let expected = self.sched.epoch + Duration::from_nanos(stamp - 1);
         // Ticks are handed over up to the hand-off lead early; never call back before the
@@ -507,11 +533,12 @@ impl TimerState {
         } else {
             self.clock.now()
         };
-        Some(TimerInfo {
+        let info = TimerInfo {
             expected_call_time: self.wall_time(expected, now, clock_now),
             actual_call_time: self.wall_time(now, now, clock_now),
-            missed_ticks: self.tick.missed.swap(0, Ordering::AcqRel),
-        })
+            missed_ticks: 0,
+        };
+        Some((info, stamp))
     }
 }
 
@@ -519,9 +546,11 @@ impl Executable for TimerState {
     fn execute(&self, cx: &mut ExecContext<'_>) {
         let (info, mut callback, version) = {
             let mut slot = lock(&self.callback);
-            let Some(info) = self.take_tick() else {
+            let Some((mut info, stamp)) = self.take_tick() else {
                 return;
             };
+            info.missed_ticks = self.missed_before(stamp, slot.last_stamp);
+            slot.last_stamp = stamp;
             (info, slot.callback.take(), slot.version)
         };
         self.last_call

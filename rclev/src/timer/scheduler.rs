@@ -61,8 +61,6 @@ pub(crate) struct TimerTick {
     /// when no tick is waiting for the callback. Set by the scheduler, taken by the worker
     /// (swap to zero).
     pub(crate) due: AtomicU64,
-    /// Ticks dropped since the callback last ran (late or coalesced).
-    pub(crate) missed: AtomicU64,
     /// Ticks dropped over the timer's life.
     pub(crate) dropped_total: AtomicU64,
     /// The timer is in a simulated-time lane.
@@ -80,7 +78,6 @@ impl TimerTick {
         Self {
             dispatch,
             due: AtomicU64::new(0),
-            missed: AtomicU64::new(0),
             dropped_total: AtomicU64::new(0),
             sim: std::sync::atomic::AtomicBool::new(false),
             floor: AtomicU64::new(u64::MAX),
@@ -96,7 +93,6 @@ impl TimerTick {
     }
 
     fn drop_ticks(&self, n: u64) {
-        self.missed.fetch_add(n, Ordering::Relaxed);
         self.dropped_total.fetch_add(n, Ordering::Relaxed);
     }
 }

@@ -150,12 +150,12 @@ impl<T: Message> Executable for SubscriptionEntity<T> {
         let more = self.port.take_batch(MAX_BATCH, batch);
         for (payload, _info) in batch.drain(..) {
             if self.closed.load(Ordering::Acquire) {
-                // Unsubscribed: the rest of the batch goes with the subscription.
+                // Unsubscribed: the rest of the batch goes with the subscription (dropping the
+                // `Drain` empties the buffer).
                 break;
             }
             callback.call(cx, &self.label, &self.worker.exec, downcast::<T>(payload));
         }
-        batch.clear();
         if more && !self.closed.load(Ordering::Acquire) {
             // Go to the back of the mailbox, behind the worker's other entities.
             self.dispatch.notify();

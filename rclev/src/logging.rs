@@ -239,7 +239,7 @@ impl<T: AsLogger + ?Sized> AsLogger for &T {
 pub fn throttle_allows(last: &AtomicI64, period: Duration) -> bool {
     let now = steady_nanos();
     let prev = last.load(Ordering::Relaxed);
-    if prev != i64::MIN && now - prev < period.as_nanos() as i64 {
+    if prev != i64::MIN && now.saturating_sub(prev) < crate::clock::saturating_nanos(period) {
         return false;
     }
     last.compare_exchange(prev, now, Ordering::Relaxed, Ordering::Relaxed)

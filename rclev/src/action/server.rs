@@ -61,7 +61,8 @@ pub enum GoalEnd<R> {
 #[derive(Debug, Clone)]
 pub struct ActionServerOptions {
     /// How long a finished goal's result is kept for `get_result`. Default 15 minutes, as in
-    /// rcl_action.
+    /// rcl_action. A timeout beyond [`MAX_PERIOD`](crate::timer::MAX_PERIOD) (~292 years, e.g.
+    /// `Duration::MAX`) keeps results for the server's life.
     pub result_timeout: Duration,
     /// The clock that times result expiry. Default: the node's ROS time (so it follows `/clock`
     /// under simulation time).
@@ -368,6 +369,10 @@ impl<A: ActionType> ServerInner<A> {
     /// Arms a one-shot timer on the shared scheduler that forgets the goal after the result
     /// timeout. The timer holds the server weakly.
     fn schedule_expiry(&self, id: GoalUuid) {
+        if self.options.result_timeout > crate::timer::MAX_PERIOD {
+            // Longer than any clock can count: the result is kept for the server's life.
+            return;
+        }
         let weak = self.me.clone();
         let expire = TimerCallback(Callback::plain(move |_| {
             if let Some(server) = weak.upgrade() {

@@ -203,7 +203,7 @@ impl Clock {
 
 impl From<Duration> for DurationMsg {
     fn from(d: Duration) -> Self {
-        let t = TimeMsg::from_nanos(d.as_nanos().min(i64::MAX as u128) as i64);
+        let t = TimeMsg::from_nanos(saturating_nanos(d));
         DurationMsg {
             sec: t.sec,
             nanosec: t.nanosec,
@@ -217,6 +217,12 @@ impl DurationMsg {
         let ns = self.sec as i64 * 1_000_000_000 + self.nanosec as i64;
         (ns >= 0).then(|| Duration::from_nanos(ns as u64))
     }
+}
+
+/// `d` in nanoseconds as ROS time stores them (`i64`), saturated: a duration beyond ~292 years
+/// means "later than any representable time", never a wrapped, negative one.
+pub(crate) fn saturating_nanos(d: Duration) -> i64 {
+    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds, the same source `std::time::Instant` reads on Linux.
@@ -233,8 +239,8 @@ pub(crate) fn steady_nanos() -> i64 {
 
 pub(crate) fn system_nanos() -> i64 {
     match SystemTime::now().duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_nanos() as i64,
-        Err(e) => -(e.duration().as_nanos() as i64),
+        Ok(d) => saturating_nanos(d),
+        Err(e) => -saturating_nanos(e.duration()),
     }
 }
 

@@ -76,7 +76,7 @@ impl Clock {
     pub async fn sleep_for(&self, duration: Duration) -> bool {
         let now = self.now();
         self.sleep_until(Time {
-            nanos: now.nanos.saturating_add(duration.as_nanos() as i64),
+            nanos: now.nanos.saturating_add(super::saturating_nanos(duration)),
             clock_type: now.clock_type,
         })
         .await
@@ -172,13 +172,15 @@ impl Rate {
 
     /// Sleeps until the next period boundary; `false` if the sleep was cut short.
     pub async fn sleep(&mut self) -> bool {
-        let period = self.period.as_nanos() as i64;
-        self.next.nanos += period;
+        let period = super::saturating_nanos(self.period);
+        self.next.nanos = self.next.nanos.saturating_add(period);
         let now = self.clock.now();
-        if now.nanos > self.next.nanos + period || now.nanos < self.next.nanos - 2 * period {
+        if now.nanos > self.next.nanos.saturating_add(period)
+            || now.nanos < self.next.nanos.saturating_sub(period.saturating_mul(2))
+        {
             // Overran by more than a period, or the clock jumped back: restart from now.
             self.next = Time {
-                nanos: now.nanos + period,
+                nanos: now.nanos.saturating_add(period),
                 clock_type: now.clock_type,
             };
         }

@@ -195,7 +195,16 @@ fn run_batch(
                     spawned: &mut *spawned,
                     report,
                 };
-                entity.execute(&mut cx);
+                // User callbacks are guarded inside `execute`; this catches a panic in rclev's
+                // own entity code, which would otherwise end the worker's task without a word.
+                if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    entity.execute(&mut cx)
+                })) {
+                    report(Error::CallbackPanicked {
+                        entity: "entity (internal)".into(),
+                        message: panic_message(&*p),
+                    });
+                }
             }
             MailItem::Job(job) => {
                 if let Err(p) =

@@ -14,15 +14,15 @@ use std::time::{Duration, Instant};
 /// A point on the time axis a heap is keyed by: `Instant` for wall/steady timers, [`SimTime`]
 /// for timers paced by a simulated clock.
 pub(crate) trait GridTime: Copy + Ord + std::fmt::Debug {
-    /// `self + d`.
-    fn plus(self, d: Duration) -> Self;
+    /// `self + d`, or `None` past the end of the time axis.
+    fn checked_plus(self, d: Duration) -> Option<Self>;
     /// `self - earlier`, zero if `earlier` is later.
     fn since(self, earlier: Self) -> Duration;
 }
 
 impl GridTime for Instant {
-    fn plus(self, d: Duration) -> Self {
-        self + d
+    fn checked_plus(self, d: Duration) -> Option<Self> {
+        self.checked_add(d)
     }
     fn since(self, earlier: Self) -> Duration {
         self.saturating_duration_since(earlier)
@@ -34,8 +34,11 @@ impl GridTime for Instant {
 pub(crate) struct SimTime(pub(crate) i64);
 
 impl GridTime for SimTime {
-    fn plus(self, d: Duration) -> Self {
-        SimTime(self.0.saturating_add(d.as_nanos() as i64))
+    fn checked_plus(self, d: Duration) -> Option<Self> {
+        i64::try_from(d.as_nanos())
+            .ok()
+            .and_then(|ns| self.0.checked_add(ns))
+            .map(SimTime)
     }
     fn since(self, earlier: Self) -> Duration {
         Duration::from_nanos(self.0.saturating_sub(earlier.0).max(0) as u64)
@@ -73,6 +76,10 @@ pub(crate) struct Expiry<T, K = Instant> {
 
 pub(crate) struct TimerHeap<T, K = Instant> {
     slots: Vec<Option<Slot<T, K>>>,
+    /// The last generation each slot index handed out. Kept across a slot's reuse: a removed
+    /// timer's keys may still sit in the heap, and a new timer in the same slot must not
+    /// restart the count, or its first key would match the dead timer's.
+    generations: Vec<u64>,
     free: Vec<usize>,
     keys: BinaryHeap<Reverse<Key<K>>>,
     live: usize,
@@ -82,6 +89,7 @@ impl<T, K: GridTime> Default for TimerHeap<T, K> {
     fn default() -> Self {
         Self {
             slots: Vec::new(),
+            generations: Vec::new(),
             free: Vec::new(),
             keys: BinaryHeap::new(),
             live: 0,
@@ -97,22 +105,20 @@ impl<T, K: GridTime> TimerHeap<T, K> {
         deadline: Option<K>,
         period: Duration,
     ) -> TimerId {
-        let slot = Slot {
-            target,
-            deadline: None,
-            period,
-            generation: 0,
-        };
         let id = match self.free.pop() {
-            Some(i) => {
-                self.slots[i] = Some(slot);
-                TimerId(i)
-            }
+            Some(i) => TimerId(i),
             None => {
-                self.slots.push(Some(slot));
+                self.slots.push(None);
+                self.generations.push(0);
                 TimerId(self.slots.len() - 1)
             }
         };
+        self.slots[id.0] = Some(Slot {
+            target,
+            deadline: None,
+            period,
+            generation: self.generations[id.0],
+        });
         self.live += 1;
         self.arm(id, deadline);
         id
@@ -132,6 +138,7 @@ impl<T, K: GridTime> TimerHeap<T, K> {
             return;
         };
         slot.generation += 1;
+        self.generations[id.0] = slot.generation;
         slot.deadline = deadline;
         if let Some(deadline) = deadline {
             self.keys.push(Reverse(Key {
@@ -180,15 +187,19 @@ impl<T, K: GridTime> TimerHeap<T, K> {
         }
         let Reverse(key) = self.keys.pop()?;
         let slot = self.slots[key.id.0].as_mut()?;
+        // A next grid point past the end of the time axis ends the timer: it can never come.
         let (fire_at, skipped, next) = if slot.period.is_zero() {
             (deadline, 0, None)
         } else if deadline >= now {
-            (deadline, 0, Some(deadline.plus(slot.period)))
+            (deadline, 0, deadline.checked_plus(slot.period))
         } else {
             let late = now.since(deadline).as_nanos();
-            let k = (late / slot.period.as_nanos()) as u64;
-            let fire_at = deadline.plus(mul(slot.period, k));
-            (fire_at, k, Some(fire_at.plus(slot.period)))
+            let k = u64::try_from(late / slot.period.as_nanos()).unwrap_or(u64::MAX);
+            // Not past `now`, so on the axis.
+            let fire_at = deadline
+                .checked_plus(mul(slot.period, k))
+                .unwrap_or(deadline);
+            (fire_at, k, fire_at.checked_plus(slot.period))
         };
         let target = slot.target.clone();
         self.arm(key.id, next);
@@ -228,7 +239,8 @@ impl<T, K: GridTime> TimerHeap<T, K> {
 
 /// `period * k` for large `k` without overflowing `Duration * u32`.
 pub(crate) fn mul(period: Duration, k: u64) -> Duration {
-    Duration::from_nanos((period.as_nanos() as u64).saturating_mul(k))
+    let ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(ns.saturating_mul(k))
 }
 
 #[cfg(test)]
@@ -290,6 +302,24 @@ mod tests {
         assert_eq!(order, vec!['b', 'a']);
         assert!(heap.remove(b).is_some());
         assert!(heap.remove(b).is_none());
+    }
+
+    #[test]
+    fn a_reused_slot_ignores_the_dead_timers_keys() {
+        let t0 = Instant::now();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
+        let dead = heap.insert(Arc::new('d'), Some(t0 + ms(30)), ms(100));
+        heap.remove(dead);
+        let new = heap.insert(Arc::new('n'), Some(t0 + ms(100)), ms(100));
+        assert_eq!(new, dead, "the slot is reused");
+        assert_eq!(
+            heap.next_deadline(),
+            Some(t0 + ms(100)),
+            "dead key taken as live"
+        );
+        assert!(heap.pop_due(t0 + ms(50), t0 + ms(50)).is_none());
+        let e = heap.pop_due(t0 + ms(100), t0 + ms(100)).unwrap();
+        assert_eq!((*e.target, e.deadline), ('n', t0 + ms(100)));
     }
 
     #[test]

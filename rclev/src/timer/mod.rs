@@ -186,6 +186,23 @@ impl TimerCallback {
     }
 }
 
+/// The longest period (or one-shot delay) a timer accepts: `i64::MAX` nanoseconds, as in rcl.
+pub const MAX_PERIOD: Duration = Duration::from_nanos(i64::MAX as u64);
+
+/// `at + d`, or the farthest instant the platform represents beyond it.
+fn far_instant(at: Instant, d: Duration) -> Instant {
+    at.checked_add(d).unwrap_or_else(|| {
+        // A year at a time down to the edge of `Instant`'s range; at most ~292 iterations,
+        // and only for delays no clock will ever reach.
+        let mut far = at;
+        let year = Duration::from_secs(365 * 86_400);
+        while let Some(next) = far.checked_add(year) {
+            far = next;
+        }
+        far
+    })
+}
+
 const MODE_REPEATING: u8 = 0;
 const MODE_ONESHOT: u8 = 1;
 const MODE_INERT: u8 = 2;
@@ -249,7 +266,9 @@ pub(crate) fn create_timer(
         TimerKind::OneShot(cb) => (MODE_ONESHOT, Some(cb.0)),
         TimerKind::Inert => (MODE_INERT, None),
     };
-    if mode != MODE_ONESHOT && options.period.is_zero() {
+    // Zero repeats without end; beyond i64 nanoseconds (~292 years) is no time on a ROS clock
+    // (rcl keeps timer periods as int64 ns too).
+    if (mode != MODE_ONESHOT && options.period.is_zero()) || options.period > MAX_PERIOD {
         return Err(Error::InvalidPeriod(options.period));
     }
     let clock = match options.clock {
@@ -307,11 +326,11 @@ impl TimerState {
         match *lock(&self.lane) {
             Lane::Wall(id) => {
                 self.sched
-                    .arm(id, delay.map(|d| Instant::now() + d), period);
+                    .arm(id, delay.map(|d| far_instant(Instant::now(), d)), period);
             }
             Lane::Sim(id) => {
                 let now = SimTime(self.clock.now().nanos);
-                let deadline = delay.map(|d| now.plus(d));
+                let deadline = delay.map(|d| now.checked_plus(d).unwrap_or(SimTime(i64::MAX)));
                 self.sched.sim_arm(self.sim_lane(), id, deadline, period);
                 // Already due (zero delay): hand over now rather than at the next `/clock`.
                 if deadline.is_some_and(|d| d <= now) {

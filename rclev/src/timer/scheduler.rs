@@ -152,9 +152,11 @@ impl SchedulerCore {
         }
     }
 
-    /// A wall deadline as stored in `TimerTick::due`: ns since the epoch, plus one.
+    /// A wall deadline as stored in `TimerTick::due`: ns since the epoch, plus one (below
+    /// [`SIM_STAMP`] for the next 146 years).
     fn wall_stamp(&self, deadline: Instant) -> u64 {
-        deadline.saturating_duration_since(self.epoch).as_nanos() as u64 + 1
+        let ns = deadline.saturating_duration_since(self.epoch).as_nanos();
+        u64::try_from(ns).map_or(SIM_STAMP - 1, |ns| ns.min(SIM_STAMP - 2) + 1)
     }
 
     /// A simulated deadline as stored in `TimerTick::due`: ns, plus one, marked.
@@ -395,11 +397,15 @@ impl SchedulerCore {
             return;
         };
         for (id, deadline, period) in heap.armed() {
-            let last = SimTime(deadline.0 - period.as_nanos() as i64);
+            let last = SimTime(
+                deadline
+                    .0
+                    .saturating_sub(crate::clock::saturating_nanos(period)),
+            );
             if !period.is_zero() && last > now {
-                let restart = now.plus(period);
-                heap.arm(id, Some(restart));
-                Self::set_floor(heap, id, Some(Self::sim_stamp(restart)));
+                let restart = now.checked_plus(period);
+                heap.arm(id, restart);
+                Self::set_floor(heap, id, restart.map(Self::sim_stamp));
             }
         }
     }

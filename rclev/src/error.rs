@@ -83,6 +83,10 @@ pub enum Error {
     /// `spin()` was called on the thread of the current-thread runtime that runs the workers.
     #[error("spin() would block the current-thread Tokio runtime its workers run on; use spin_async().await")]
     BlockingSpinInsideRuntime,
+    /// `spin()` or `spin_async()` was called from one of the executor's own callbacks: a spin
+    /// returns only once no callback runs, so it would wait for itself.
+    #[error("spin() was called from a callback of the same executor; halt or shut down the executor instead, or spawn a task")]
+    SpinInsideCallback,
     /// A message could not be (de)serialized.
     #[error("serialization failed: {0}")]
     Serialization(String),

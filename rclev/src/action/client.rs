@@ -6,11 +6,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::server::{endpoint, service_endpoint, status_qos};
 use super::GoalState;
+use crate::clock::Lifeline;
 use crate::error::{Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
 use crate::msg::action::{
@@ -44,6 +45,8 @@ struct ClientInner<A: ActionType> {
     cancel_responses: Waiters<CancelGoalResponse>,
     result_responses: Waiters<GetResultResponse<A::Result>>,
     goals: Mutex<HashMap<GoalUuid, ClientGoal<A>>>,
+    /// Ends the client's futures and feedback streams when the executor shuts down.
+    life: Arc<Lifeline>,
 }
 
 /// An action client. Responses, feedback and status are taken by its worker, so the executor
@@ -105,6 +108,7 @@ pub(crate) fn create_action_client<A: ActionType>(
         cancel_responses: Mutex::default(),
         result_responses: Mutex::default(),
         goals: Mutex::default(),
+        life: core.exec.life.clone(),
     });
     let entity: Arc<dyn Executable> = inner.clone();
     dispatch.bind(Arc::downgrade(&entity), true);
@@ -114,10 +118,14 @@ pub(crate) fn create_action_client<A: ActionType>(
 /// Sends a request and registers its waiter under the waiters' lock, which the response path
 /// also takes, so even an instant response finds it.
 fn call<Req: Message, Resp>(
+    life: &Lifeline,
     port: &dyn ClientPort,
     waiters: &Waiters<Resp>,
     request: Req,
 ) -> Result<oneshot::Receiver<Result<Resp>>> {
+    if life.is_ended() {
+        return Err(Error::Shutdown);
+    }
     let (tx, rx) = oneshot::channel();
     let mut w = lock(waiters);
     let seq = port.send_request(Arc::new(request))?;
@@ -125,8 +133,11 @@ fn call<Req: Message, Resp>(
     Ok(rx)
 }
 
-async fn answered<T>(rx: oneshot::Receiver<Result<T>>, name: String) -> Result<T> {
-    rx.await.map_err(|_| Error::ServiceUnavailable(name))?
+/// The response, [`Error::ServiceUnavailable`] if the server dropped the request, or
+/// [`Error::Shutdown`] once the executor has shut down.
+async fn answered<T>(life: &Lifeline, rx: oneshot::Receiver<Result<T>>, name: String) -> Result<T> {
+    life.unless_ended(async { rx.await.map_err(|_| Error::ServiceUnavailable(name))? })
+        .await
 }
 
 impl<A: ActionType> ActionClientState<A> {
@@ -159,6 +170,7 @@ impl<A: ActionType> ActionClientState<A> {
             },
         );
         let sent = call(
+            &inner.life,
             &*inner.send_goal,
             &inner.goal_responses,
             SendGoalRequest { goal_id: id, goal },
@@ -168,7 +180,7 @@ impl<A: ActionType> ActionClientState<A> {
                 lock(&inner.goals).remove(&id);
             };
             let response = match sent {
-                Ok(rx) => answered(rx, inner.name.clone()).await,
+                Ok(rx) => answered(&inner.life, rx, inner.name.clone()).await,
                 Err(e) => Err(e),
             };
             let response = match response {
@@ -193,6 +205,7 @@ impl<A: ActionType> ActionClientState<A> {
             }
             // Ask for the result at once, so it cannot expire on the server unseen.
             let result = call(
+                &inner.life,
                 &*inner.get_result,
                 &inner.result_responses,
                 GetResultRequest { goal_id: id },
@@ -310,12 +323,18 @@ impl<A: ActionType> ClientGoalHandle<A> {
         *self.status.borrow()
     }
 
-    /// The goal's feedback as a `Stream`; it ends when the goal finishes. Can be taken once.
+    /// The goal's feedback as a `Stream`; it ends when the goal finishes or the executor shuts
+    /// down. Can be taken once.
     pub fn feedback(&self) -> Result<FeedbackStream<A::Feedback>> {
-        lock(&self.feedback)
+        let rx = lock(&self.feedback)
             .take()
-            .map(|rx| FeedbackStream { rx })
-            .ok_or(Error::AlreadyTaken("the feedback stream"))
+            .ok_or(Error::AlreadyTaken("the feedback stream"))?;
+        let life = self.inner.life.clone();
+        let items =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
+        Ok(FeedbackStream {
+            items: items.take_until(async move { life.ended().await }).boxed(),
+        })
     }
 
     /// The final state and result. Can be awaited once; fails with
@@ -326,7 +345,7 @@ impl<A: ActionType> ClientGoalHandle<A> {
         let id = self.id;
         async move {
             let rx = waiter.ok_or(Error::AlreadyTaken("the goal's result"))??;
-            let outcome = answered(rx, inner.name.clone()).await;
+            let outcome = answered(&inner.life, rx, inner.name.clone()).await;
             match outcome {
                 Ok(r) => {
                     let state = GoalState::from_i8(r.status);
@@ -351,31 +370,33 @@ impl<A: ActionType> ClientGoalHandle<A> {
             },
         };
         let sent = call(
+            &self.inner.life,
             &*self.inner.cancel_goal,
             &self.inner.cancel_responses,
             request,
         );
         let name = self.inner.name.clone();
-        async move { answered(sent?, name).await }
+        let inner = self.inner.clone();
+        async move { answered(&inner.life, sent?, name).await }
     }
 }
 
 /// A goal's feedback, as a `Stream` (also `recv().await`).
 pub struct FeedbackStream<F> {
-    rx: mpsc::UnboundedReceiver<F>,
+    items: futures::stream::BoxStream<'static, F>,
 }
 
 impl<F> FeedbackStream<F> {
-    /// The next feedback, or `None` once the goal has finished.
+    /// The next feedback, or `None` once the goal has finished or the executor shut down.
     pub async fn recv(&mut self) -> Option<F> {
-        self.rx.recv().await
+        self.items.next().await
     }
 }
 
 impl<F> Stream for FeedbackStream<F> {
     type Item = F;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<F>> {
-        self.rx.poll_recv(cx)
+        self.items.poll_next_unpin(cx)
     }
 }
 

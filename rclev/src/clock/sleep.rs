@@ -21,14 +21,7 @@ impl Clock {
         }
         let shutdown = async {
             match &life {
-                Some(l) => {
-                    let notified = l.notify.notified();
-                    tokio::pin!(notified);
-                    notified.as_mut().enable();
-                    if !l.is_ended() {
-                        notified.await;
-                    }
-                }
+                Some(l) => l.ended().await,
                 None => std::future::pending().await,
             }
         };

@@ -17,7 +17,7 @@ use super::system_nanos;
 use crate::sync::lock;
 use crate::timer::heap::SimTime;
 use crate::timer::scheduler::SchedulerCore;
-use crate::timer::TimerState;
+use crate::timer::TimerCore;
 
 /// Shutdown signal shared by an executor and the clocks of its nodes, so sleeps end on
 /// shutdown.
@@ -43,6 +43,34 @@ impl Lifeline {
             s.wake_all_sleepers();
         }
     }
+    /// Resolves once the executor has shut down.
+    pub(crate) async fn ended(&self) {
+        let notified = self.notify.notified();
+        tokio::pin!(notified);
+        // Registered before the flag is read, so an `end` between the two is not missed.
+        notified.as_mut().enable();
+        if !self.is_ended() {
+            notified.await;
+        }
+    }
+
+    /// `fut`'s output, or [`Error::Shutdown`](crate::Error::Shutdown) if the executor shuts
+    /// down first (or already has): what every future that waits for the executor resolves
+    /// to once nothing will ever complete it.
+    pub(crate) async fn unless_ended<T>(
+        &self,
+        fut: impl std::future::Future<Output = crate::Result<T>>,
+    ) -> crate::Result<T> {
+        if self.is_ended() {
+            return Err(crate::Error::Shutdown);
+        }
+        tokio::select! {
+            biased;
+            r = fut => r,
+            () = self.ended() => Err(crate::Error::Shutdown),
+        }
+    }
+
     pub(crate) fn watch(&self, source: &Arc<RosTimeSource>) {
         let mut sources = lock(&self.sources);
         sources.retain(|w| w.strong_count() > 0);
@@ -120,7 +148,7 @@ impl std::fmt::Debug for JumpHandle {
 #[derive(Default)]
 struct SourceInner {
     jumps: Vec<Weak<JumpEntry>>,
-    timers: Vec<Weak<TimerState>>,
+    timers: Vec<Weak<TimerCore>>,
     /// Simulated-time sleepers by (deadline, id).
     sleepers: BTreeMap<(i64, u64), Waker>,
     next_sleeper: u64,
@@ -218,7 +246,7 @@ impl RosTimeSource {
         CHANGING.with(|c| c.borrow().contains(&self.lane))
     }
 
-    pub(crate) fn register_timer(&self, timer: Weak<TimerState>) {
+    pub(crate) fn register_timer(&self, timer: Weak<TimerCore>) {
         let mut inner = lock(&self.inner);
         inner.timers.retain(|w| w.strong_count() > 0);
         inner.timers.push(timer);

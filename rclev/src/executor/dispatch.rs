@@ -28,6 +28,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use futures::future::BoxFuture;
 
+use super::fence::StartFence;
 use super::mailbox::{MailItem, Mailbox};
 use crate::error::{panic_message, Error};
 use crate::sync::{AtomicBool, Ordering};
@@ -59,26 +60,58 @@ pub(crate) struct ExecContext<'a> {
     pub(crate) spawned: &'a mut Vec<BoxFuture<'static, ()>>,
     /// Where callback panics are reported.
     pub(crate) report: &'a dyn Fn(Error),
+    /// The worker's start fence.
+    pub(crate) fence: &'a StartFence,
+    /// Whether the executor has shut down (a `SeqCst` read: the fence's other side).
+    pub(crate) shut_down: &'a dyn Fn() -> bool,
 }
 
+/// A callback was not started: the executor shut down or the entity stopped it (closed,
+/// cancelled, its schedule or callback replaced) just before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Refused;
+
 impl ExecContext<'_> {
-    /// Runs a user callback, catching a panic so the entity (and the worker) keep working.
-    pub(crate) fn guarded<R>(
+    /// Starts a user callback through the worker's start fence (see `fence`): unless the
+    /// executor has shut down or `still_wanted` (the entity's stop conditions, read with
+    /// `SeqCst`) says no, `f` runs with panics caught and reported. `Ok(None)`: it panicked.
+    pub(crate) fn start<R>(
         &mut self,
         label: &str,
+        still_wanted: impl FnOnce() -> bool,
         f: impl FnOnce(&mut (dyn Any + Send)) -> R,
-    ) -> Option<R> {
+    ) -> Result<Option<R>, Refused> {
+        self.fence.enter();
+        if (self.shut_down)() || !still_wanted() {
+            self.fence.leave();
+            return Err(Refused);
+        }
         let payload = &mut *self.payload;
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(payload))) {
-            Ok(r) => Some(r),
+        let fence = self.fence;
+        let run = std::panic::AssertUnwindSafe(|| {
+            fence.leave();
+            f(payload)
+        });
+        match std::panic::catch_unwind(run) {
+            Ok(r) => Ok(Some(r)),
             Err(p) => {
                 (self.report)(Error::CallbackPanicked {
                     entity: label.to_string(),
                     message: panic_message(&*p),
                 });
-                None
+                Ok(None)
             }
         }
+    }
+
+    /// [`start`](Self::start) for a callback with no stop condition of its own; `None` if it
+    /// panicked or the executor shut down.
+    pub(crate) fn guarded<R>(
+        &mut self,
+        label: &str,
+        f: impl FnOnce(&mut (dyn Any + Send)) -> R,
+    ) -> Option<R> {
+        self.start(label, || true, f).ok().flatten()
     }
 
     /// Queues an async callback's future on the worker's task.

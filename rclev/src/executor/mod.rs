@@ -16,6 +16,7 @@ use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 use tokio::sync::Notify;
 
 pub(crate) mod dispatch;
+pub(crate) mod fence;
 pub(crate) mod mailbox;
 
 #[cfg(all(test, rclev_loom))]
@@ -139,22 +140,59 @@ pub struct ExecutorStats {
     pub timer_thread_wakeups: u64,
 }
 
-/// The spin gate: callbacks run only while at least one spin is active.
+/// The spin gate: callbacks run only while at least one spin is active, and a spin returns
+/// only once no callback runs.
+///
+/// Workers do their work inside *sections* ([`SpinGate::section`]), one per poll of their task.
+/// A worker raises `running` and then checks `active`; the last spin to close lowers `active`
+/// and then waits for `running` to reach zero. Both sides use `SeqCst` (Dekker's pattern), so
+/// either the worker sees the gate closed and runs nothing, or the closing spin sees the section
+/// and waits it out: when `spin` returns, no callback of the executor is running and none starts
+/// until the next spin (async callbacks are suspended: they are polled only inside sections).
 #[derive(Default)]
 pub(crate) struct SpinGate {
     active: AtomicUsize,
     waiting: Mutex<Vec<Waker>>,
+    /// Workers inside a section.
+    running: AtomicUsize,
+    /// Spins waiting for `running` to reach zero; sections notify `quiet` only then.
+    closers: AtomicUsize,
+    quiet: Notify,
+}
+
+/// A worker's section (see [`SpinGate`]); ends on drop.
+pub(crate) struct Section<'a> {
+    gate: &'a SpinGate,
+    outer: *const ExecutorShared,
+}
+
+thread_local! {
+    /// The executor whose worker section this thread is in (null: none), to refuse a spin
+    /// from inside one of its callbacks.
+    static IN_SECTION_OF: std::cell::Cell<*const ExecutorShared> =
+        const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+impl Drop for Section<'_> {
+    fn drop(&mut self) {
+        IN_SECTION_OF.with(|c| c.set(self.outer));
+        if self.gate.running.fetch_sub(1, Ordering::SeqCst) == 1
+            && self.gate.closers.load(Ordering::SeqCst) > 0
+        {
+            self.gate.quiet.notify_waiters();
+        }
+    }
 }
 
 impl SpinGate {
     /// Whether the gate is open; if not, `waker` is woken when it opens.
     pub(crate) fn is_open_or_register(&self, waker: &Waker) -> bool {
-        if self.active.load(Ordering::Acquire) > 0 {
+        if self.is_open() {
             return true;
         }
         let mut waiting = lock(&self.waiting);
         // Re-checked under the lock `open` takes, so an opening cannot slip between.
-        if self.active.load(Ordering::Acquire) > 0 {
+        if self.is_open() {
             return true;
         }
         if !waiting.iter().any(|w| w.will_wake(waker)) {
@@ -164,13 +202,35 @@ impl SpinGate {
     }
 
     pub(crate) fn is_open(&self) -> bool {
-        self.active.load(Ordering::Acquire) > 0
+        self.active.load(Ordering::SeqCst) > 0
+    }
+
+    /// Starts a worker section on this thread for `exec` (whose gate this is).
+    pub(crate) fn section<'a>(&'a self, exec: &ExecutorShared) -> Section<'a> {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        let outer = IN_SECTION_OF.with(|c| c.replace(exec as *const _));
+        Section { gate: self, outer }
+    }
+
+    /// Waits until no worker is inside a section, unless a spin is active again meanwhile.
+    async fn quiesce(&self) {
+        self.closers.fetch_add(1, Ordering::SeqCst);
+        loop {
+            let quiet = self.quiet.notified();
+            tokio::pin!(quiet);
+            quiet.as_mut().enable();
+            if self.running.load(Ordering::SeqCst) == 0 || self.is_open() {
+                break;
+            }
+            quiet.await;
+        }
+        self.closers.fetch_sub(1, Ordering::SeqCst);
     }
 
     fn open(&self) {
         let waiting = {
             let mut waiting = lock(&self.waiting);
-            self.active.fetch_add(1, Ordering::AcqRel);
+            self.active.fetch_add(1, Ordering::SeqCst);
             std::mem::take(&mut *waiting)
         };
         for w in waiting {
@@ -178,8 +238,9 @@ impl SpinGate {
         }
     }
 
-    fn close(&self) {
-        self.active.fetch_sub(1, Ordering::AcqRel);
+    /// Closes this spin's hold on the gate; `true` if it was the last.
+    fn close(&self) -> bool {
+        self.active.fetch_sub(1, Ordering::SeqCst) == 1
     }
 
     fn wake_all(&self) {
@@ -215,7 +276,8 @@ const MAX_KEPT_ERRORS: usize = 1024;
 
 impl ExecutorShared {
     pub(crate) fn is_shut_down(&self) -> bool {
-        self.shut_down.load(Ordering::Acquire)
+        // SeqCst: one side of the start fence's Dekker pair (see `fence`).
+        self.shut_down.load(Ordering::SeqCst)
     }
 
     pub(crate) fn report(&self, error: Error) {
@@ -235,10 +297,28 @@ impl ExecutorShared {
         }
     }
 
-    pub(crate) fn register_worker(&self, mailbox: &Arc<Mailbox>) {
-        let mut workers = lock(&self.workers);
-        workers.retain(|w| w.strong_count() > 0);
-        workers.push(Arc::downgrade(mailbox));
+    /// [`Error::Shutdown`] once the executor has shut down: nothing created then would ever run.
+    pub(crate) fn check_running(&self) -> Result<()> {
+        if self.is_shut_down() {
+            return Err(Error::Shutdown);
+        }
+        Ok(())
+    }
+
+    /// Registers a new worker's mailbox so shutdown closes it; fails after shutdown.
+    pub(crate) fn register_worker(&self, mailbox: &Arc<Mailbox>) -> Result<()> {
+        {
+            let mut workers = lock(&self.workers);
+            workers.retain(|w| w.strong_count() > 0);
+            workers.push(Arc::downgrade(mailbox));
+        }
+        // Checked after registering: `shutdown` sets the flag before it collects the workers
+        // under the same lock, so either it sees this mailbox or this sees the flag.
+        if let Err(e) = self.check_running() {
+            mailbox.close();
+            return Err(e);
+        }
+        Ok(())
     }
 
     fn live_workers(&self) -> Vec<Arc<Mailbox>> {
@@ -253,22 +333,34 @@ impl ExecutorShared {
     }
 
     fn shutdown(&self) {
-        if self.shut_down.swap(true, Ordering::AcqRel) {
+        if self.shut_down.swap(true, Ordering::SeqCst) {
             return;
         }
         self.timers.shutdown();
         self.life.end();
         for m in self.live_workers() {
             m.close();
+            // A callback the worker decided to start before it could see the flag has started
+            // by the time this returns; none starts later.
+            m.fence.wait_out();
         }
         self.gate.wake_all();
         self.shutdown_notify.notify_waiters();
         self.halt_notify.notify_waiters();
     }
 
+    /// Whether this thread is inside a worker section of this executor (running a callback).
+    fn called_from_callback(&self) -> bool {
+        IN_SECTION_OF.with(|c| std::ptr::eq(c.get(), self))
+    }
+
     async fn spin_async(self: Arc<Self>, options: SpinOptions) -> Vec<Error> {
+        if self.called_from_callback() {
+            return vec![Error::SpinInsideCallback];
+        }
         if self.is_shut_down() {
-            return Vec::new();
+            self.gate.quiesce().await;
+            return std::mem::take(&mut *lock(&self.errors));
         }
         let shutdown = self.shutdown_notify.notified();
         let halted = self.halt_notify.notified();
@@ -276,17 +368,30 @@ impl ExecutorShared {
         shutdown.as_mut().enable();
         halted.as_mut().enable();
         self.gate.open();
-        struct Close<'a>(&'a SpinGate);
+        // Closes the gate also if this future is dropped mid-spin.
+        struct Close<'a>(&'a SpinGate, bool);
         impl Drop for Close<'_> {
             fn drop(&mut self) {
-                self.0.close();
+                if !self.1 {
+                    self.0.close();
+                }
             }
         }
-        let _close = Close(&self.gate);
+        let mut close = Close(&self.gate, false);
 
         let until = async {
             match options.until_promise_resolved {
-                Some(f) => f.await,
+                Some(f) => {
+                    use futures::FutureExt;
+                    // A panicking promise ends the spin and is reported with this spin's
+                    // errors, not lost with the spin's task.
+                    if let Err(p) = std::panic::AssertUnwindSafe(f).catch_unwind().await {
+                        self.report(Error::CallbackPanicked {
+                            entity: "until_promise_resolved".into(),
+                            message: crate::error::panic_message(&*p),
+                        });
+                    }
+                }
                 None => std::future::pending().await,
             }
         };
@@ -322,6 +427,11 @@ impl ExecutorShared {
                 _ = timeout => {}
                 _ = idle => {}
             }
+        }
+        close.1 = true;
+        if self.gate.close() {
+            // Callbacks that run right now finish before this spin returns.
+            self.gate.quiesce().await;
         }
         std::mem::take(&mut *lock(&self.errors))
     }
@@ -408,11 +518,20 @@ impl Executor {
     /// over with `block_in_place`); inside a current-thread runtime that also runs the workers
     /// it would deadlock, so it returns [`Error::BlockingSpinInsideRuntime`] instead.
     pub fn spin(&self, options: SpinOptions) -> Vec<Error> {
+        if self.shared.called_from_callback() {
+            return vec![Error::SpinInsideCallback];
+        }
         let task = self
             .shared
             .handle
             .spawn(self.shared.clone().spin_async(options));
-        let wait = || futures::executor::block_on(task).unwrap_or_default();
+        let wait = || {
+            futures::executor::block_on(task).unwrap_or_else(|e| {
+                vec![Error::Runtime(format!(
+                    "the spin's task ended abnormally: {e}"
+                ))]
+            })
+        };
         match Handle::try_current() {
             Ok(current) => match current.runtime_flavor() {
                 RuntimeFlavor::CurrentThread => {

@@ -81,6 +81,8 @@ pub(crate) async fn run_worker(
         mailbox
             .wakeups
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Everything this poll runs is inside a section: a closing spin waits for it.
+        let _section = exec.gate.section(&exec);
         let mut rounds = 0u32;
         let poll_started = Instant::now();
         loop {
@@ -97,7 +99,16 @@ pub(crate) async fn run_worker(
                 exec.notify_idle();
                 return Poll::Pending;
             }
-            while let Poll::Ready(Some(())) = in_flight.poll_next_unpin(cx) {}
+            if !in_flight.is_empty() {
+                // Polling resumes user code: through the start fence, like a callback.
+                mailbox.fence.enter();
+                let stopped = exec.is_shut_down();
+                mailbox.fence.leave();
+                if stopped {
+                    return Poll::Ready(());
+                }
+                while let Poll::Ready(Some(())) = in_flight.poll_next_unpin(cx) {}
+            }
 
             // A non-empty batch was taken by the parking `take` below and is run here.
             let taken = if batch.is_empty() {
@@ -194,6 +205,8 @@ fn run_batch(
                     payload: &mut *payload,
                     spawned: &mut *spawned,
                     report,
+                    fence: &mailbox.fence,
+                    shut_down: &|| exec.is_shut_down(),
                 };
                 // User callbacks are guarded inside `execute`; this catches a panic in rclev's
                 // own entity code, which would otherwise end the worker's task without a word.

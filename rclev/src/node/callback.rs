@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::executor::dispatch::ExecContext;
+use crate::executor::dispatch::{ExecContext, Refused};
 use crate::executor::worker::guard_async;
 use crate::executor::ExecutorShared;
 
@@ -46,23 +46,27 @@ impl<A: 'static> Callback<A> {
         Self::Async(Box::new(move |a| Box::pin(f(a))))
     }
 
-    /// Invokes the callback, catching panics (reported with `label`).
+    /// Invokes the callback, catching panics (reported with `label`), unless the executor has
+    /// shut down or `still_wanted` says no at the last moment (see `ExecContext::start`):
+    /// then it returns [`Refused`] and the callback does not start.
     pub(crate) fn call(
         &mut self,
         cx: &mut ExecContext<'_>,
         label: &str,
         exec: &Arc<ExecutorShared>,
         arg: A,
-    ) {
+        still_wanted: impl FnOnce() -> bool,
+    ) -> Result<(), Refused> {
         match self {
             Self::Sync(f) => {
-                cx.guarded(label, |p| f(p, arg));
+                cx.start(label, still_wanted, |p| f(p, arg))?;
             }
             Self::Async(f) => {
-                if let Some(fut) = cx.guarded(label, |_| f(arg)) {
+                if let Some(fut) = cx.start(label, still_wanted, |_| f(arg))? {
                     cx.spawn(guard_async(label.to_string(), exec.clone(), fut));
                 }
             }
         }
+        Ok(())
     }
 }

@@ -25,6 +25,7 @@ pub(crate) fn create_guard_condition(
     core: &Arc<WorkerCore>,
     callback: Callback<()>,
 ) -> Result<GuardCondition> {
+    core.exec.check_running()?;
     let dispatch = EntityDispatch::unbound(core.mailbox.clone());
     let guard = Arc::new(GuardConditionState {
         triggered: AtomicBool::new(false),
@@ -48,7 +49,8 @@ impl GuardConditionState {
 impl Executable for GuardConditionState {
     fn execute(&self, cx: &mut ExecContext<'_>) {
         if self.triggered.swap(false, Ordering::AcqRel) {
-            lock(&self.callback).call(cx, "guard condition", &self.worker.exec, ());
+            let _ =
+                lock(&self.callback).call(cx, "guard condition", &self.worker.exec, (), || true);
         }
     }
     fn dispatch(&self) -> &EntityDispatch {

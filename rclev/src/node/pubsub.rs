@@ -10,7 +10,7 @@ use futures::Stream;
 
 use super::callback::Callback;
 use super::worker::WorkerCore;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
 use crate::msg::Message;
 use crate::qos::IntoPrimitiveOptions;
@@ -23,6 +23,8 @@ use crate::transport::{
 pub struct PublisherState<T: Message> {
     port: Arc<dyn PublisherPort>,
     topic: String,
+    /// Publishing fails with [`Error::Shutdown`] once this has ended.
+    life: Arc<crate::clock::Lifeline>,
     _type: std::marker::PhantomData<fn(T)>,
 }
 
@@ -39,17 +41,21 @@ impl<T: Message> PublisherState<T> {
         Ok(Arc::new(Self {
             port,
             topic: endpoint.name,
+            life: core.exec.life.clone(),
             _type: std::marker::PhantomData,
         }))
     }
 
-    /// Publishes a message.
+    /// Publishes a message; [`Error::Shutdown`] after the executor shut down.
     pub fn publish(&self, msg: T) -> Result<()> {
-        self.port.publish(Arc::new(msg))
+        self.publish_arc(Arc::new(msg))
     }
 
     /// Publishes a message already in an `Arc`: in process, every subscriber gets this `Arc`.
     pub fn publish_arc(&self, msg: Arc<T>) -> Result<()> {
+        if self.life.is_ended() {
+            return Err(Error::Shutdown);
+        }
         self.port.publish(msg)
     }
 
@@ -136,7 +142,10 @@ impl<T: Message> SubscriptionState<T> {
 
 impl<T: Message> Drop for SubscriptionState<T> {
     fn drop(&mut self) {
-        self.entity.closed.store(true, Ordering::Release);
+        // SeqCst, then the fence: a callback the worker is deciding to start right now has
+        // started when this returns, and none starts later (see `executor::fence`).
+        self.entity.closed.store(true, Ordering::SeqCst);
+        self.entity.worker.mailbox.fence.wait_out();
         self.entity.port.close();
     }
 }
@@ -149,12 +158,16 @@ impl<T: Message> Executable for SubscriptionEntity<T> {
         // queue's mutex for every message.
         let more = self.port.take_batch(MAX_BATCH, batch);
         for (payload, _info) in batch.drain(..) {
-            if self.closed.load(Ordering::Acquire) {
-                // Unsubscribed: the rest of the batch goes with the subscription (dropping the
+            let still_subscribed = || !self.closed.load(Ordering::SeqCst);
+            let msg = downcast::<T>(payload);
+            if callback
+                .call(cx, &self.label, &self.worker.exec, msg, still_subscribed)
+                .is_err()
+            {
+                // Unsubscribed or shut down: the rest of the batch goes too (dropping the
                 // `Drain` empties the buffer).
                 break;
             }
-            callback.call(cx, &self.label, &self.worker.exec, downcast::<T>(payload));
         }
         if more && !self.closed.load(Ordering::Acquire) {
             // Go to the back of the mailbox, behind the worker's other entities.

@@ -169,6 +169,8 @@ pub struct ClientState<S: ServiceType> {
     dispatch: Arc<EntityDispatch>,
     pending: Mutex<Pending<S>>,
     name: String,
+    /// Ends calls that the executor's shutdown leaves unanswered.
+    life: Arc<crate::clock::Lifeline>,
 }
 
 /// A shared handle to a client.
@@ -194,6 +196,7 @@ pub(crate) fn create_client<S: ServiceType>(
         dispatch: dispatch.clone(),
         pending: Mutex::new(HashMap::new()),
         name: endpoint.name,
+        life: core.exec.life.clone(),
     });
     let entity: Arc<dyn Executable> = client.clone();
     dispatch.bind(Arc::downgrade(&entity), false);
@@ -201,14 +204,19 @@ pub(crate) fn create_client<S: ServiceType>(
 }
 
 impl<S: ServiceType> ClientState<S> {
-    /// Sends `request`; the future resolves to the response, or to
-    /// [`Error::ServiceUnavailable`] if there is no server or it went away without answering.
+    /// Sends `request`; the future resolves to the response, to
+    /// [`Error::ServiceUnavailable`] if there is no server or it went away without answering,
+    /// or to [`Error::Shutdown`] once the executor has shut down (nothing would take the
+    /// response then).
     pub fn call(
         &self,
         request: S::Request,
     ) -> impl Future<Output = Result<S::Response>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
-        let sent = {
+        let life = self.life.clone();
+        let sent = if life.is_ended() {
+            Err(Error::Shutdown)
+        } else {
             // Registered before sending, under the lock the response path takes, so even an
             // instant response finds its waiter.
             let mut pending = lock(&self.pending);
@@ -219,7 +227,8 @@ impl<S: ServiceType> ClientState<S> {
         let name = self.name.clone();
         async move {
             sent?;
-            rx.await.map_err(|_| Error::ServiceUnavailable(name))?
+            life.unless_ended(async { rx.await.map_err(|_| Error::ServiceUnavailable(name))? })
+                .await
         }
     }
 

@@ -31,7 +31,7 @@ impl WorkerCore {
         payload: Box<dyn Any + Send>,
     ) -> Result<Arc<Self>> {
         let mailbox = Arc::new(Mailbox::default());
-        exec.register_worker(&mailbox);
+        exec.register_worker(&mailbox)?;
         let task = run_worker(
             mailbox.clone(),
             exec.clone(),
@@ -64,6 +64,7 @@ impl WorkerCore {
         type_support: TypeSupport,
         response_type: Option<TypeSupport>,
     ) -> Result<Endpoint> {
+        self.exec.check_running()?;
         let options = options.into_primitive_options();
         Ok(Endpoint {
             name: self.node.expand(&options.name)?,

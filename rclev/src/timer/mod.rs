@@ -9,7 +9,7 @@
 //! next grid point instead of bursting.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -216,9 +216,18 @@ enum Lane {
     Sim(TimerId),
 }
 
-/// A timer. Dropping the last handle removes it from the scheduler first, so no tick is
-/// delivered afterwards.
+/// A timer. Dropping the last handle removes it from the scheduler at once: once the drop
+/// has returned, its callback never starts again, even if a tick was being handed to it right
+/// then (the same holds after [`cancel`](Self::cancel), [`reset`](Self::reset) for the previous
+/// schedule, and the `set_*` mode changes for the previous callback). A callback already running
+/// is not interrupted.
 pub struct TimerState {
+    core: Arc<TimerCore>,
+}
+
+/// What the scheduler and the worker hold: the timer's state. The worker references it only
+/// while it executes a tick; the user's [`TimerState`] owns it.
+pub(crate) struct TimerCore {
     tick: Arc<TimerTick>,
     lane: Mutex<Lane>,
     sched: Arc<SchedulerCore>,
@@ -230,6 +239,13 @@ pub struct TimerState {
     /// The timer clock's time at the start of the last callback (or at creation/reset).
     last_call: AtomicI64,
     worker: Arc<WorkerCore>,
+    /// Bumped (`SeqCst`) by everything after which a tick already taken must not start its
+    /// callback: `cancel`, `reset`, mode changes, the handle's drop. The worker notes it when it
+    /// takes a tick and re-reads it through the start fence (see `executor::fence`).
+    stops: AtomicU64,
+    /// The user's handle is gone: the timer never re-enters the scheduler (a clock switch
+    /// racing with the drop would otherwise re-insert it).
+    dropped: AtomicBool,
 }
 
 /// A shared handle to a timer.
@@ -260,6 +276,7 @@ pub(crate) fn create_timer(
     options: impl IntoTimerOptions,
     kind: TimerKind,
 ) -> Result<Timer> {
+    worker.exec.check_running()?;
     let options = options.into_timer_options();
     let (mode, callback) = match kind {
         TimerKind::Repeating(cb) => (MODE_REPEATING, Some(cb.0)),
@@ -290,7 +307,7 @@ pub(crate) fn create_timer(
         Some(src) if sim => Lane::Sim(sched.sim_insert(src.lane, tick.clone(), None, heap_period)),
         _ => Lane::Wall(sched.insert(tick.clone(), None, heap_period)),
     };
-    let timer = Arc::new(TimerState {
+    let timer = Arc::new(TimerCore {
         tick,
         lane: Mutex::new(lane),
         sched,
@@ -305,6 +322,8 @@ pub(crate) fn create_timer(
         clock,
         canceled: AtomicBool::new(false),
         worker: worker.clone(),
+        stops: AtomicU64::new(0),
+        dropped: AtomicBool::new(false),
     });
     let entity: Arc<dyn Executable> = timer.clone();
     dispatch.bind(Arc::downgrade(&entity), false);
@@ -312,10 +331,16 @@ pub(crate) fn create_timer(
         src.register_timer(Arc::downgrade(&timer));
     }
     timer.arm_in(Some(options.period), None);
-    Ok(timer)
+    Ok(Arc::new(TimerState { core: timer }))
 }
 
-impl TimerState {
+impl TimerCore {
+    /// Ends every tick taken so far: none of them starts its callback after this returns.
+    fn stop_taken_ticks(&self) {
+        self.stops.fetch_add(1, Ordering::SeqCst);
+        self.worker.mailbox.fence.wait_out();
+    }
+
     fn sim_lane(&self) -> u64 {
         self.clock.source().map_or(0, |s| s.lane)
     }
@@ -344,6 +369,9 @@ impl TimerState {
     /// switched on or off, keeping `credit` until its next call (rcl semantics).
     pub(crate) fn switch_lane(&self, to_sim: bool, credit: Option<Duration>) {
         let mut lane = lock(&self.lane);
+        if self.dropped.load(Ordering::Acquire) {
+            return;
+        }
         let period = if self.is_oneshot() {
             Duration::ZERO
         } else {
@@ -371,110 +399,6 @@ impl TimerState {
         if !self.is_canceled() {
             self.arm_in(credit, None);
         }
-    }
-
-    /// Restarts the period from now (re-arming a cancelled or spent timer).
-    pub fn reset(&self) {
-        self.canceled.store(false, Ordering::Release);
-        self.arm_in(Some(self.period), None);
-    }
-
-    /// Stops the timer until [`reset`](Self::reset). A tick already handed to the worker is
-    /// dropped too.
-    pub fn cancel(&self) {
-        self.canceled.store(true, Ordering::Release);
-        self.arm_in(None, None);
-    }
-
-    /// Whether the timer is cancelled.
-    pub fn is_canceled(&self) -> bool {
-        self.canceled.load(Ordering::Acquire)
-    }
-
-    /// The period.
-    pub fn period(&self) -> Duration {
-        self.period
-    }
-
-    /// The clock the timer follows.
-    pub fn clock(&self) -> &Clock {
-        &self.clock
-    }
-
-    /// Time until the next tick on the timer's clock; zero if one is due; `None` if cancelled
-    /// or a spent one-shot.
-    pub fn time_until_next_call(&self) -> Option<Duration> {
-        match *lock(&self.lane) {
-            Lane::Wall(id) => self
-                .sched
-                .deadline(id)
-                .map(|d| d.saturating_duration_since(Instant::now())),
-            Lane::Sim(id) => self
-                .sched
-                .sim_deadline(self.sim_lane(), id)
-                .map(|d| d.since(SimTime(self.clock.now().nanos))),
-        }
-    }
-
-    /// Time on the timer's clock since the last callback started (or since the timer was
-    /// created, reset or moved between time bases).
-    pub fn time_since_last_call(&self) -> Duration {
-        let elapsed = self.clock.now().nanos - self.last_call.load(Ordering::Acquire);
-        Duration::from_nanos(elapsed.max(0) as u64)
-    }
-
-    /// Ticks dropped over the timer's life (late or coalesced).
-    pub fn dropped_ticks(&self) -> u64 {
-        self.tick.dropped_total.load(Ordering::Relaxed)
-    }
-
-    /// Whether this is a one-shot timer.
-    pub fn is_oneshot(&self) -> bool {
-        self.mode.load(Ordering::Acquire) == MODE_ONESHOT
-    }
-
-    /// Whether this timer is inert (keeps its schedule but calls nothing).
-    pub fn is_inert(&self) -> bool {
-        self.mode.load(Ordering::Acquire) == MODE_INERT
-    }
-
-    /// Makes this a repeating timer with `callback`; a spent one-shot is re-armed.
-    ///
-    /// Mode changes keep the timer's next deadline and take effect from it: a tick already
-    /// handed over under the old mode is dropped, never run by the new callback. They may be
-    /// called from the timer's own callback.
-    pub fn set_repeating<Args>(&self, callback: impl IntoTimerCallback<Args>) {
-        self.change(MODE_REPEATING, Some(callback.into_timer_callback().0));
-    }
-
-    /// Makes this a one-shot timer with `callback`: it fires at its next deadline, then stops.
-    pub fn set_oneshot<Args>(&self, callback: impl IntoTimerCallback<Args>) {
-        self.change(MODE_ONESHOT, Some(callback.into_timer_callback().0));
-    }
-
-    /// Makes this timer inert: it keeps its schedule but calls nothing.
-    pub fn set_inert(&self) {
-        self.change(MODE_INERT, None);
-    }
-
-    fn change(&self, mode: u8, callback: Option<Callback<TimerInfo>>) {
-        let mut slot = lock(&self.callback);
-        // Re-arming raises the tick floor, so a tick handed over (or in flight) under the old
-        // mode is discarded: the new mode starts at the next deadline.
-        let period = if mode == MODE_ONESHOT {
-            Duration::ZERO
-        } else {
-            self.period
-        };
-        let delay = match self.time_until_next_call() {
-            Some(d) => Some(d),
-            None if self.is_canceled() => None,
-            None => Some(self.period),
-        };
-        self.arm_in(delay, Some(period));
-        slot.callback = callback;
-        slot.version += 1;
-        self.mode.store(mode, Ordering::Release);
     }
 
     fn wall_time(&self, at: Instant, now: Instant, clock_now: Time) -> Time {
@@ -561,8 +485,140 @@ impl TimerState {
     }
 }
 
-impl Executable for TimerState {
+impl TimerState {
+    /// Restarts the period from now (re-arming a cancelled or spent timer).
+    pub fn reset(&self) {
+        let t = &self.core;
+        t.canceled.store(false, Ordering::Release);
+        t.arm_in(Some(t.period), None);
+        t.stop_taken_ticks();
+    }
+
+    /// Stops the timer until [`reset`](Self::reset). A tick already handed to the worker is
+    /// dropped too.
+    pub fn cancel(&self) {
+        let t = &self.core;
+        t.canceled.store(true, Ordering::SeqCst);
+        t.arm_in(None, None);
+        t.stop_taken_ticks();
+    }
+
+    /// Whether the timer is cancelled.
+    pub fn is_canceled(&self) -> bool {
+        self.core.is_canceled()
+    }
+
+    /// The period.
+    pub fn period(&self) -> Duration {
+        self.core.period
+    }
+
+    /// The clock the timer follows.
+    pub fn clock(&self) -> &Clock {
+        &self.core.clock
+    }
+
+    /// Time until the next tick on the timer's clock; zero if one is due; `None` if cancelled
+    /// or a spent one-shot.
+    pub fn time_until_next_call(&self) -> Option<Duration> {
+        self.core.time_until_next_call()
+    }
+
+    /// Time on the timer's clock since the last callback started (or since the timer was
+    /// created, reset or moved between time bases).
+    pub fn time_since_last_call(&self) -> Duration {
+        let t = &self.core;
+        let elapsed = t.clock.now().nanos - t.last_call.load(Ordering::Acquire);
+        Duration::from_nanos(elapsed.max(0) as u64)
+    }
+
+    /// Ticks dropped over the timer's life (late or coalesced).
+    pub fn dropped_ticks(&self) -> u64 {
+        self.core.tick.dropped_total.load(Ordering::Relaxed)
+    }
+
+    /// Whether this is a one-shot timer.
+    pub fn is_oneshot(&self) -> bool {
+        self.core.is_oneshot()
+    }
+
+    /// Whether this timer is inert (keeps its schedule but calls nothing).
+    pub fn is_inert(&self) -> bool {
+        self.core.mode.load(Ordering::Acquire) == MODE_INERT
+    }
+
+    /// Makes this a repeating timer with `callback`; a spent one-shot is re-armed.
+    ///
+    /// Mode changes keep the timer's next deadline and take effect from it: a tick already
+    /// handed over under the old mode is dropped, never run by the new callback. They may be
+    /// called from the timer's own callback.
+    pub fn set_repeating<Args>(&self, callback: impl IntoTimerCallback<Args>) {
+        self.core
+            .change(MODE_REPEATING, Some(callback.into_timer_callback().0));
+    }
+
+    /// Makes this a one-shot timer with `callback`: it fires at its next deadline, then stops.
+    pub fn set_oneshot<Args>(&self, callback: impl IntoTimerCallback<Args>) {
+        self.core
+            .change(MODE_ONESHOT, Some(callback.into_timer_callback().0));
+    }
+
+    /// Makes this timer inert: it keeps its schedule but calls nothing.
+    pub fn set_inert(&self) {
+        self.core.change(MODE_INERT, None);
+    }
+}
+
+impl TimerCore {
+    fn is_canceled(&self) -> bool {
+        self.canceled.load(Ordering::SeqCst)
+    }
+
+    fn is_oneshot(&self) -> bool {
+        self.mode.load(Ordering::Acquire) == MODE_ONESHOT
+    }
+
+    pub(crate) fn time_until_next_call(&self) -> Option<Duration> {
+        match *lock(&self.lane) {
+            Lane::Wall(id) => self
+                .sched
+                .deadline(id)
+                .map(|d| d.saturating_duration_since(Instant::now())),
+            Lane::Sim(id) => self
+                .sched
+                .sim_deadline(self.sim_lane(), id)
+                .map(|d| d.since(SimTime(self.clock.now().nanos))),
+        }
+    }
+
+    fn change(&self, mode: u8, callback: Option<Callback<TimerInfo>>) {
+        let mut slot = lock(&self.callback);
+        // Re-arming raises the tick floor, so a tick handed over (or in flight) under the old
+        // mode is discarded: the new mode starts at the next deadline.
+        let period = if mode == MODE_ONESHOT {
+            Duration::ZERO
+        } else {
+            self.period
+        };
+        let delay = match self.time_until_next_call() {
+            Some(d) => Some(d),
+            None if self.is_canceled() => None,
+            None => Some(self.period),
+        };
+        self.arm_in(delay, Some(period));
+        slot.callback = callback;
+        slot.version += 1;
+        self.mode.store(mode, Ordering::Release);
+        drop(slot);
+        self.stop_taken_ticks();
+    }
+}
+
+impl Executable for TimerCore {
     fn execute(&self, cx: &mut ExecContext<'_>) {
+        // Noted before the tick is taken: a stop after this point ends the tick even if
+        // `take_tick` still saw the old state.
+        let stops = self.stops.load(Ordering::SeqCst);
         let (info, mut callback, version) = {
             let mut slot = lock(&self.callback);
             let Some((mut info, stamp)) = self.take_tick() else {
@@ -577,7 +633,8 @@ impl Executable for TimerState {
         let Some(cb) = callback.as_mut() else {
             return;
         };
-        cb.call(cx, "timer", &self.worker.exec, info);
+        let not_stopped = || self.stops.load(Ordering::SeqCst) == stops;
+        let _ = cb.call(cx, "timer", &self.worker.exec, info, not_stopped);
         let mut slot = lock(&self.callback);
         if slot.version == version {
             slot.callback = callback;
@@ -598,19 +655,26 @@ impl Executable for TimerState {
 
 impl Drop for TimerState {
     fn drop(&mut self) {
+        let t = &self.core;
         // First, so the scheduler can no longer pick this timer up.
-        match *lock(&self.lane) {
-            Lane::Wall(id) => self.sched.remove(id),
-            Lane::Sim(id) => self.sched.sim_remove(self.sim_lane(), id),
+        {
+            let lane = lock(&t.lane);
+            t.dropped.store(true, Ordering::Release);
+            match *lane {
+                Lane::Wall(id) => t.sched.remove(id),
+                Lane::Sim(id) => t.sched.sim_remove(t.sim_lane(), id),
+            }
         }
+        // Then a tick the worker holds right now (it may be executing this very timer).
+        t.stop_taken_ticks();
     }
 }
 
 impl std::fmt::Debug for TimerState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Timer")
-            .field("period", &self.period)
-            .field("clock", &self.clock.clock_type())
+            .field("period", &self.core.period)
+            .field("clock", &self.core.clock.clock_type())
             .field("canceled", &self.is_canceled())
             .finish()
     }

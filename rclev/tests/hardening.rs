@@ -215,3 +215,360 @@ fn huge_sleeps_and_rates_do_not_return_at_once() {
         }
     });
 }
+
+// Defect 4: futures waiting for the executor hang after shutdown.
+
+/// Runs `fut` on a runtime of its own, failing the test if it takes more than 10 s.
+fn resolve<T>(fut: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async { tokio::time::timeout(Duration::from_secs(10), fut).await })
+        .expect("the future never resolved")
+}
+
+#[test]
+fn client_calls_resolve_with_shutdown() {
+    use rclev::msg::{AddTwoInts, AddTwoIntsRequest, AddTwoIntsResponse};
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("calls").unwrap();
+    let _service = node
+        .create_service::<AddTwoInts, _>("add", |r: AddTwoIntsRequest| AddTwoIntsResponse {
+            sum: r.a + r.b,
+        })
+        .unwrap();
+    let client = node.create_client::<AddTwoInts>("add").unwrap();
+    // Nobody spins: these stay in flight until the shutdown.
+    let in_flight: Vec<_> = (0..100)
+        .map(|a| client.call(AddTwoIntsRequest { a, b: 1 }))
+        .collect();
+    executor.shutdown();
+    for call in in_flight {
+        assert!(matches!(resolve(call), Err(Error::Shutdown)));
+    }
+    let after = client.call(AddTwoIntsRequest { a: 1, b: 1 });
+    assert!(matches!(resolve(after), Err(Error::Shutdown)));
+}
+
+#[test]
+fn action_futures_and_feedback_end_with_shutdown() {
+    use futures::StreamExt;
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("actions").unwrap();
+    let _server = node
+        .create_action_server::<Fibonacci, _, _, _, _>(
+            "slow",
+            ActionServerOptions::default(),
+            |_, _| GoalResponse::AcceptAndExecute,
+            |_: &ServerGoalHandle<Fibonacci>| CancelResponse::Accept,
+            |_h: ServerGoalHandle<Fibonacci>| async move {
+                std::future::pending::<()>().await;
+                GoalEnd::Succeeded(FibonacciResult::default())
+            },
+        )
+        .unwrap();
+    let client = node.create_action_client::<Fibonacci>("slow").unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let c = client.clone();
+    spin_until(&executor, async move {
+        let goal = c.send_goal(FibonacciGoal { order: 5 }).await.unwrap();
+        tx.send(goal).unwrap();
+    });
+    let goal = rx.recv().unwrap();
+    let mut feedback = goal.feedback().unwrap();
+    let result = goal.result();
+    let cancel = goal.cancel();
+    let pending_goal = client.send_goal(FibonacciGoal { order: 1 });
+    executor.shutdown();
+    assert!(matches!(resolve(result), Err(Error::Shutdown)));
+    assert!(matches!(resolve(cancel), Err(Error::Shutdown)));
+    assert!(matches!(resolve(pending_goal), Err(Error::Shutdown)));
+    assert_eq!(resolve(feedback.next()), None);
+    let after = client.send_goal(FibonacciGoal { order: 1 });
+    assert!(matches!(resolve(after), Err(Error::Shutdown)));
+}
+
+#[test]
+fn workers_and_entities_after_shutdown_are_refused() {
+    use rclev::msg::Int64;
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("early").unwrap();
+    let worker = node.create_worker(0u32).unwrap();
+    let publisher = node.create_publisher::<Int64>("x").unwrap();
+    executor.shutdown();
+    assert!(matches!(resolve(worker.run(|n| *n)), Err(Error::Shutdown)));
+    assert!(matches!(node.create_worker(1u8), Err(Error::Shutdown)));
+    assert!(matches!(executor.create_node("late"), Err(Error::Shutdown)));
+    assert!(matches!(
+        publisher.publish(Int64 { data: 1 }),
+        Err(Error::Shutdown)
+    ));
+    assert!(matches!(
+        node.create_publisher::<Int64>("y"),
+        Err(Error::Shutdown)
+    ));
+    assert!(matches!(
+        node.create_subscription::<Int64, _>("y", |_| {}),
+        Err(Error::Shutdown)
+    ));
+    assert!(matches!(
+        node.create_timer_repeating(Duration::from_millis(1), || {}),
+        Err(Error::Shutdown)
+    ));
+    assert!(matches!(
+        node.create_guard_condition(|| {}),
+        Err(Error::Shutdown)
+    ));
+}
+
+// Defect 5: callbacks started after shutdown() and after spin() returned.
+
+/// A subscription whose callback runs `on_first` for message 1, with 16 messages queued.
+fn batch_subscription(
+    on_first: impl Fn() + Send + 'static,
+) -> (
+    rclev::Executor,
+    rclev::Subscription<rclev::msg::Int64>,
+    Arc<Mutex<Vec<i64>>>,
+) {
+    use rclev::msg::Int64;
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("batch").unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let sub = node
+        .create_subscription::<Int64, _>("batch".qos_keep_all(), move |m: Arc<Int64>| {
+            s.lock().unwrap().push(m.data);
+            if m.data == 1 {
+                on_first();
+            }
+        })
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int64>("batch".qos_keep_all())
+        .unwrap();
+    for data in 1..=16 {
+        publisher.publish(Int64 { data }).unwrap();
+    }
+    (executor, sub, seen)
+}
+
+trait KeepAll {
+    fn qos_keep_all(self) -> rclev::PrimitiveOptions;
+}
+impl KeepAll for &str {
+    fn qos_keep_all(self) -> rclev::PrimitiveOptions {
+        use rclev::IntoPrimitiveOptions;
+        self.qos(rclev::QoSProfile::default().keep_all())
+    }
+}
+
+#[test]
+fn no_callback_starts_after_shutdown_returned() {
+    let commands = Arc::new(Mutex::new(None::<rclev::ExecutorCommands>));
+    let c = commands.clone();
+    let (executor, _sub, seen) = batch_subscription(move || {
+        c.lock().unwrap().as_ref().unwrap().shutdown();
+    });
+    *commands.lock().unwrap() = Some(executor.commands());
+    executor.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(*seen.lock().unwrap(), vec![1], "callbacks after shutdown");
+}
+
+#[test]
+fn spin_returns_with_no_callback_running_and_loses_nothing() {
+    let commands = Arc::new(Mutex::new(None::<rclev::ExecutorCommands>));
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (c, f) = (commands.clone(), finished.clone());
+    let (executor, _sub, seen) = batch_subscription(move || {
+        c.lock().unwrap().as_ref().unwrap().halt_spinning();
+        // Still running when the spin is asked to return: the spin waits for it.
+        std::thread::sleep(Duration::from_millis(30));
+        f.store(true, Ordering::SeqCst);
+    });
+    *commands.lock().unwrap() = Some(executor.commands());
+    let errors = executor.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(
+        finished.load(Ordering::SeqCst),
+        "spin returned mid-callback"
+    );
+    let after_spin = seen.lock().unwrap().clone();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        after_spin,
+        "a callback started after spin returned"
+    );
+    // The rest of the batch waits for the next spin, in order.
+    let s = seen.clone();
+    spin_until(&executor, async move {
+        while s.lock().unwrap().len() < 16 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    assert_eq!(*seen.lock().unwrap(), (1..=16).collect::<Vec<_>>());
+}
+
+// Defect 6: timer callbacks after drop, cancel() and set_inert() returned.
+
+#[derive(Clone, Copy, Debug)]
+enum Stop {
+    Drop,
+    Cancel,
+    SetInert,
+}
+
+/// Stops a fast timer `rounds` times at a moment when it is firing and counts callbacks that
+/// start after the stop returned.
+fn late_timer_callbacks(stop: Stop, rounds: u32) -> u64 {
+    use std::sync::atomic::AtomicBool;
+    let executor = Arc::new(Context::default().create_basic_executor());
+    let node = executor.create_node("stopper").unwrap();
+    let late = Arc::new(AtomicU64::new(0));
+    let e = executor.clone();
+    let spinner =
+        std::thread::spawn(move || e.spin(SpinOptions::default().timeout(Duration::from_secs(60))));
+    for _ in 0..rounds {
+        let stopped = Arc::new(AtomicBool::new(false));
+        let fired = Arc::new(AtomicU64::new(0));
+        let (s, l, f) = (stopped.clone(), late.clone(), fired.clone());
+        let timer = node
+            .create_timer_repeating(Duration::from_micros(100), move || {
+                if s.load(Ordering::SeqCst) {
+                    l.fetch_add(1, Ordering::SeqCst);
+                }
+                f.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        while fired.load(Ordering::SeqCst) < 2 {
+            std::thread::yield_now();
+        }
+        match stop {
+            Stop::Drop => drop(timer),
+            Stop::Cancel => timer.cancel(),
+            Stop::SetInert => timer.set_inert(),
+        }
+        stopped.store(true, Ordering::SeqCst);
+        // Let anything that would wrongly start do so.
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    executor.commands().shutdown();
+    let errors = spinner.join().unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    late.load(Ordering::SeqCst)
+}
+
+#[test]
+fn no_timer_callback_starts_after_drop_cancel_or_set_inert_returned() {
+    for stop in [Stop::Drop, Stop::Cancel, Stop::SetInert] {
+        assert_eq!(late_timer_callbacks(stop, 1000), 0, "{stop:?}");
+    }
+}
+
+// Defect 12: spin() from inside a callback.
+
+#[test]
+fn spin_inside_a_callback_is_refused() {
+    for runtime in [
+        rclev::RuntimeChoice::Auto,
+        rclev::RuntimeChoice::Own { worker_threads: 2 },
+    ] {
+        let executor = Arc::new(
+            Context::default()
+                .create_executor(rclev::ExecutorOptions {
+                    runtime,
+                    ..Default::default()
+                })
+                .unwrap(),
+        );
+        let node = executor.create_node("nested").unwrap();
+        let got = Arc::new(Mutex::new(None));
+        let (e, g) = (Arc::downgrade(&executor), got.clone());
+        let guard = node
+            .create_guard_condition(move || {
+                let e = e.upgrade().unwrap();
+                let errors = e.spin(SpinOptions::default().timeout(Duration::from_secs(30)));
+                *g.lock().unwrap() = Some(errors);
+            })
+            .unwrap();
+        guard.trigger();
+        let g = got.clone();
+        spin_until(&executor, async move {
+            while g.lock().unwrap().is_none() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        let errors = got.lock().unwrap().take().unwrap();
+        assert!(
+            matches!(errors.as_slice(), [Error::SpinInsideCallback]),
+            "{errors:?}"
+        );
+    }
+}
+
+// Defect 15: a panicking `until_promise_resolved` future.
+
+#[test]
+fn a_panicking_promise_ends_the_spin_with_its_error() {
+    let executor = Context::default().create_basic_executor();
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(async { panic!("promise broke") })
+            .timeout(Duration::from_secs(10)),
+    );
+    assert!(
+        matches!(errors.as_slice(), [Error::CallbackPanicked { message, .. }] if message.contains("promise broke")),
+        "{errors:?}"
+    );
+    assert!(executor
+        .spin(SpinOptions::spin_once().timeout(Duration::from_secs(1)))
+        .is_empty());
+}
+
+// Defect 18: a subscription callback started after the subscription's drop returned.
+
+#[test]
+fn no_subscription_callback_starts_after_drop_returned() {
+    use rclev::msg::Int64;
+    use std::sync::atomic::AtomicBool;
+    let executor = Arc::new(Context::default().create_basic_executor());
+    let node = executor.create_node("dropper").unwrap();
+    let publisher = node.create_publisher::<Int64>("flood").unwrap();
+    let e = executor.clone();
+    let spinner =
+        std::thread::spawn(move || e.spin(SpinOptions::default().timeout(Duration::from_secs(60))));
+    let stop_flood = Arc::new(AtomicBool::new(false));
+    let s = stop_flood.clone();
+    let flooder = std::thread::spawn(move || {
+        while !s.load(Ordering::SeqCst) {
+            let _ = publisher.publish(Int64 { data: 1 });
+        }
+    });
+    let late = Arc::new(AtomicU64::new(0));
+    for _ in 0..2000 {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let got = Arc::new(AtomicU64::new(0));
+        let (d, l, g) = (dropped.clone(), late.clone(), got.clone());
+        let sub = node
+            .create_subscription::<Int64, _>("flood", move |_m: Arc<Int64>| {
+                if d.load(Ordering::SeqCst) {
+                    l.fetch_add(1, Ordering::SeqCst);
+                }
+                g.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        while got.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        drop(sub);
+        dropped.store(true, Ordering::SeqCst);
+    }
+    stop_flood.store(true, Ordering::SeqCst);
+    flooder.join().unwrap();
+    executor.commands().shutdown();
+    assert!(spinner.join().unwrap().is_empty());
+    assert_eq!(late.load(Ordering::SeqCst), 0);
+}

@@ -260,25 +260,25 @@ fn dropped_subscription_gets_nothing_more() {
     assert!(seen.lock().unwrap().is_empty());
 }
 
+/// Dropping a subscription from another thread while its callback runs waits for that call to
+/// return (so no call of it is running or starting once the drop returns), then delivers
+/// nothing more, not even the rest of the batch the worker had taken.
 #[test]
-fn dropping_a_subscription_while_its_callback_runs_stops_delivery_at_once() {
+fn dropping_a_subscription_while_its_callback_runs_waits_for_it_and_stops_delivery() {
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("n").unwrap();
     let publisher = node.create_publisher::<Int64>("busy").unwrap();
     let (entered_tx, entered_rx) = std::sync::mpsc::channel();
-    let (resume_tx, resume_rx) = std::sync::mpsc::channel::<()>();
-    let resume_rx = Mutex::new(resume_rx);
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let s = seen.clone();
+    let (s, f) = (seen.clone(), finished.clone());
     let sub = node
         .create_subscription::<Int64, _>("busy", move |m| {
             s.lock().unwrap().push(m.data);
             if m.data == 1 {
                 entered_tx.send(()).unwrap();
-                let _ = resume_rx
-                    .lock()
-                    .unwrap()
-                    .recv_timeout(Duration::from_secs(20));
+                std::thread::sleep(Duration::from_millis(100));
+                f.store(true, std::sync::atomic::Ordering::SeqCst);
             }
         })
         .unwrap();
@@ -291,15 +291,15 @@ fn dropping_a_subscription_while_its_callback_runs_stops_delivery_at_once() {
         entered_rx.recv_timeout(Duration::from_secs(20)).unwrap();
         // Messages 2 and 3 are already in the worker's batch when the handle goes.
         drop(sub);
+        let finished_at_drop = finished.load(std::sync::atomic::Ordering::SeqCst);
         let matched_after_drop = p.get_subscription_count();
-        resume_tx.send(()).unwrap();
         done_tx.send(()).unwrap();
-        matched_after_drop
+        (finished_at_drop, matched_after_drop)
     });
     spin_until(&executor, async move {
         done_rx.await.unwrap();
     });
     executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
-    assert_eq!(dropper.join().unwrap(), 0);
+    assert_eq!(dropper.join().unwrap(), (true, 0));
     assert_eq!(*seen.lock().unwrap(), vec![1]);
 }

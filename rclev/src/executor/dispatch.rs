@@ -28,7 +28,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use futures::future::BoxFuture;
 
-use super::fence::StartFence;
+use super::fence::{CallGate, StartFence};
 use super::mailbox::{MailItem, Mailbox};
 use crate::error::{panic_message, Error};
 use crate::sync::{AtomicBool, Ordering};
@@ -81,6 +81,31 @@ impl ExecContext<'_> {
         still_wanted: impl FnOnce() -> bool,
         f: impl FnOnce(&mut (dyn Any + Send)) -> R,
     ) -> Result<Option<R>, Refused> {
+        self.start_gated(None, label, still_wanted, f)
+    }
+
+    /// [`start`](Self::start) that also holds the entity's [`CallGate`] raised from before the
+    /// stop conditions are read until `f` returns, so the entity's drop/cancel from another
+    /// thread waits for this call.
+    pub(crate) fn start_gated<R>(
+        &mut self,
+        gate: Option<&CallGate>,
+        label: &str,
+        still_wanted: impl FnOnce() -> bool,
+        f: impl FnOnce(&mut (dyn Any + Send)) -> R,
+    ) -> Result<Option<R>, Refused> {
+        struct Lower<'a>(Option<&'a CallGate>);
+        impl Drop for Lower<'_> {
+            fn drop(&mut self) {
+                if let Some(g) = self.0 {
+                    g.leave();
+                }
+            }
+        }
+        if let Some(g) = gate {
+            g.enter();
+        }
+        let _lower = Lower(gate);
         self.fence.enter();
         if (self.shut_down)() || !still_wanted() {
             self.fence.leave();

@@ -56,3 +56,49 @@ impl StartFence {
         }
     }
 }
+
+/// An entity's call gate: raised by its worker from just before the stop conditions are read
+/// until the callback has *returned*. Dropping or stopping the entity from any other thread
+/// waits it out, so once that returns, the callback is neither starting nor running, and an
+/// observer on that thread can never see it begin afterwards. From inside the callback itself
+/// (the worker's own thread, in a section of the entity's worker) nothing is waited for: the
+/// running call is the caller.
+///
+/// Like joining a thread, this waits for a callback that runs when the stop is called; a
+/// callback that blocks until the stopping thread proceeds would deadlock with it.
+#[derive(Default)]
+pub(crate) struct CallGate {
+    calling: AtomicBool,
+}
+
+impl CallGate {
+    /// Worker side: a call of this entity's callback may start.
+    pub(crate) fn enter(&self) {
+        self.calling.store(true, Ordering::SeqCst);
+    }
+
+    /// Worker side: the call was refused or has returned.
+    pub(crate) fn leave(&self) {
+        self.calling.store(false, Ordering::SeqCst);
+    }
+
+    /// Canceller side, after storing its stop condition with `SeqCst`: waits until no call is
+    /// deciding to start or running, unless `on_own_worker` (the caller is that worker).
+    pub(crate) fn wait_out(&self, on_own_worker: bool) {
+        if on_own_worker {
+            return;
+        }
+        let mut backoff = 0u32;
+        while self.calling.load(Ordering::SeqCst) {
+            match backoff {
+                0..=127 => std::hint::spin_loop(),
+                128..=255 => std::thread::yield_now(),
+                // A callback that runs for a while: don't burn a core waiting.
+                _ => std::thread::sleep(std::time::Duration::from_micros(
+                    50u64 << (backoff - 256).min(5),
+                )),
+            }
+            backoff = backoff.saturating_add(1);
+        }
+    }
+}

@@ -163,14 +163,22 @@ pub(crate) struct SpinGate {
 /// A worker's section (see [`SpinGate`]); ends on drop.
 pub(crate) struct Section<'a> {
     gate: &'a SpinGate,
-    outer: *const ExecutorShared,
+    outer: SectionOwner,
 }
 
+/// Whose worker section a thread is in: the executor (to refuse a spin from inside one of its
+/// callbacks) and the worker's mailbox (a callback stopping an entity of its own worker does
+/// not wait for itself). Null pointers: none. Only compared, never dereferenced.
+type SectionOwner = (*const ExecutorShared, *const Mailbox);
+
 thread_local! {
-    /// The executor whose worker section this thread is in (null: none), to refuse a spin
-    /// from inside one of its callbacks.
-    static IN_SECTION_OF: std::cell::Cell<*const ExecutorShared> =
-        const { std::cell::Cell::new(std::ptr::null()) };
+    static IN_SECTION_OF: std::cell::Cell<SectionOwner> =
+        const { std::cell::Cell::new((std::ptr::null(), std::ptr::null())) };
+}
+
+/// Whether this thread is running a section of the worker with `mailbox`.
+pub(crate) fn in_section_of_worker(mailbox: &Mailbox) -> bool {
+    IN_SECTION_OF.with(|c| std::ptr::eq(c.get().1, mailbox))
 }
 
 impl Drop for Section<'_> {
@@ -206,9 +214,9 @@ impl SpinGate {
     }
 
     /// Starts a worker section on this thread for `exec` (whose gate this is).
-    pub(crate) fn section<'a>(&'a self, exec: &ExecutorShared) -> Section<'a> {
+    pub(crate) fn section<'a>(&'a self, exec: &ExecutorShared, mailbox: &Mailbox) -> Section<'a> {
         self.running.fetch_add(1, Ordering::SeqCst);
-        let outer = IN_SECTION_OF.with(|c| c.replace(exec as *const _));
+        let outer = IN_SECTION_OF.with(|c| c.replace((exec as *const _, mailbox as *const _)));
         Section { gate: self, outer }
     }
 
@@ -351,7 +359,7 @@ impl ExecutorShared {
 
     /// Whether this thread is inside a worker section of this executor (running a callback).
     fn called_from_callback(&self) -> bool {
-        IN_SECTION_OF.with(|c| std::ptr::eq(c.get(), self))
+        IN_SECTION_OF.with(|c| std::ptr::eq(c.get().0, self))
     }
 
     async fn spin_async(self: Arc<Self>, options: SpinOptions) -> Vec<Error> {

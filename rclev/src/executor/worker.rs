@@ -82,7 +82,7 @@ pub(crate) async fn run_worker(
             .wakeups
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // Everything this poll runs is inside a section: a closing spin waits for it.
-        let _section = exec.gate.section(&exec);
+        let _section = exec.gate.section(&exec, &mailbox);
         let mut rounds = 0u32;
         let poll_started = Instant::now();
         loop {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use crate::executor::dispatch::{ExecContext, Refused};
+use crate::executor::fence::CallGate;
 use crate::executor::worker::guard_async;
 use crate::executor::ExecutorShared;
 
@@ -55,14 +56,15 @@ impl<A: 'static> Callback<A> {
         label: &str,
         exec: &Arc<ExecutorShared>,
         arg: A,
+        gate: Option<&CallGate>,
         still_wanted: impl FnOnce() -> bool,
     ) -> Result<(), Refused> {
         match self {
             Self::Sync(f) => {
-                cx.start(label, still_wanted, |p| f(p, arg))?;
+                cx.start_gated(gate, label, still_wanted, |p| f(p, arg))?;
             }
             Self::Async(f) => {
-                if let Some(fut) = cx.start(label, still_wanted, |_| f(arg))? {
+                if let Some(fut) = cx.start_gated(gate, label, still_wanted, |_| f(arg))? {
                     cx.spawn(guard_async(label.to_string(), exec.clone(), fut));
                 }
             }

@@ -49,8 +49,14 @@ impl GuardConditionState {
 impl Executable for GuardConditionState {
     fn execute(&self, cx: &mut ExecContext<'_>) {
         if self.triggered.swap(false, Ordering::AcqRel) {
-            let _ =
-                lock(&self.callback).call(cx, "guard condition", &self.worker.exec, (), || true);
+            let _ = lock(&self.callback).call(
+                cx,
+                "guard condition",
+                &self.worker.exec,
+                (),
+                None,
+                || true,
+            );
         }
     }
     fn dispatch(&self) -> &EntityDispatch {

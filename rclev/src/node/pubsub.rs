@@ -12,6 +12,7 @@ use super::callback::Callback;
 use super::worker::WorkerCore;
 use crate::error::{Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
+use crate::executor::fence::CallGate;
 use crate::msg::Message;
 use crate::qos::IntoPrimitiveOptions;
 use crate::sync::lock;
@@ -91,6 +92,8 @@ struct SubscriptionEntity<T: Message> {
     port: Arc<dyn SubscriptionPort>,
     /// Set when the user's handle is dropped; checked before every message of a batch.
     closed: AtomicBool,
+    /// Raised while a callback is being started or runs; the handle's drop waits it out.
+    gate: CallGate,
     dispatch: Arc<EntityDispatch>,
     /// The callback, with the batch buffer it is fed from (kept to avoid an allocation per
     /// round; only the worker running this entity locks it).
@@ -118,6 +121,7 @@ pub(crate) fn create_subscription<T: Message>(
     let sub = Arc::new(SubscriptionEntity {
         port,
         closed: AtomicBool::new(false),
+        gate: CallGate::default(),
         dispatch: dispatch.clone(),
         receiver: Mutex::new((callback, Vec::with_capacity(MAX_BATCH))),
         label: format!("subscription {}", endpoint.name),
@@ -145,7 +149,8 @@ impl<T: Message> Drop for SubscriptionState<T> {
         // SeqCst, then the fence: a callback the worker is deciding to start right now has
         // started when this returns, and none starts later (see `executor::fence`).
         self.entity.closed.store(true, Ordering::SeqCst);
-        self.entity.worker.mailbox.fence.wait_out();
+        let own_worker = self.entity.worker.is_current();
+        self.entity.gate.wait_out(own_worker);
         self.entity.port.close();
     }
 }
@@ -161,7 +166,14 @@ impl<T: Message> Executable for SubscriptionEntity<T> {
             let still_subscribed = || !self.closed.load(Ordering::SeqCst);
             let msg = downcast::<T>(payload);
             if callback
-                .call(cx, &self.label, &self.worker.exec, msg, still_subscribed)
+                .call(
+                    cx,
+                    &self.label,
+                    &self.worker.exec,
+                    msg,
+                    Some(&self.gate),
+                    still_subscribed,
+                )
                 .is_err()
             {
                 // Unsubscribed or shut down: the rest of the batch goes too (dropping the

@@ -94,6 +94,13 @@ impl WorkerCore {
     }
 }
 
+impl WorkerCore {
+    /// Whether the calling thread is this worker, running one of its callbacks.
+    pub(crate) fn is_current(&self) -> bool {
+        crate::executor::in_section_of_worker(&self.mailbox)
+    }
+}
+
 impl Drop for WorkerCore {
     fn drop(&mut self) {
         self.mailbox.close();

@@ -24,6 +24,7 @@ pub(crate) use scheduler::TimerScheduler;
 use crate::clock::{Clock, ClockType, Time};
 use crate::error::{Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
+use crate::executor::fence::CallGate;
 use crate::node::{Callback, WorkerCore};
 use crate::sync::lock;
 use heap::{GridTime, SimTime, TimerId};
@@ -243,6 +244,8 @@ pub(crate) struct TimerCore {
     /// callback: `cancel`, `reset`, mode changes, the handle's drop. The worker notes it when it
     /// takes a tick and re-reads it through the start fence (see `executor::fence`).
     stops: AtomicU64,
+    /// Raised while a callback is being started or runs; stops wait it out.
+    gate: CallGate,
     /// The user's handle is gone: the timer never re-enters the scheduler (a clock switch
     /// racing with the drop would otherwise re-insert it).
     dropped: AtomicBool,
@@ -323,6 +326,7 @@ pub(crate) fn create_timer(
         canceled: AtomicBool::new(false),
         worker: worker.clone(),
         stops: AtomicU64::new(0),
+        gate: CallGate::default(),
         dropped: AtomicBool::new(false),
     });
     let entity: Arc<dyn Executable> = timer.clone();
@@ -338,7 +342,7 @@ impl TimerCore {
     /// Ends every tick taken so far: none of them starts its callback after this returns.
     fn stop_taken_ticks(&self) {
         self.stops.fetch_add(1, Ordering::SeqCst);
-        self.worker.mailbox.fence.wait_out();
+        self.gate.wait_out(self.worker.is_current());
     }
 
     fn sim_lane(&self) -> u64 {
@@ -634,7 +638,14 @@ impl Executable for TimerCore {
             return;
         };
         let not_stopped = || self.stops.load(Ordering::SeqCst) == stops;
-        let _ = cb.call(cx, "timer", &self.worker.exec, info, not_stopped);
+        let _ = cb.call(
+            cx,
+            "timer",
+            &self.worker.exec,
+            info,
+            Some(&self.gate),
+            not_stopped,
+        );
         let mut slot = lock(&self.callback);
         if slot.version == version {
             slot.callback = callback;

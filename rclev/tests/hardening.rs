@@ -572,3 +572,65 @@ fn no_subscription_callback_starts_after_drop_returned() {
     assert!(spinner.join().unwrap().is_empty());
     assert_eq!(late.load(Ordering::SeqCst), 0);
 }
+
+// Defect 7: workers on a shared runtime waited for each other's blocking callbacks.
+
+/// Worker A's callback triggers worker B's guard condition, then blocks until B's callback
+/// has run (or 5 s pass). Returns whether B ran while A was still blocked.
+fn b_runs_while_a_blocks(executor: &rclev::Executor) -> bool {
+    let node = executor.create_node("ab").unwrap();
+    let a = node.create_worker(()).unwrap();
+    let b = node.create_worker(()).unwrap();
+    let (ran_tx, ran_rx) = std::sync::mpsc::sync_channel::<()>(1);
+    let b_guard = b
+        .create_guard_condition(move |_: &mut ()| {
+            let _ = ran_tx.try_send(());
+        })
+        .unwrap();
+    let verdict = Arc::new(Mutex::new(None));
+    let v = verdict.clone();
+    let ran_rx = Mutex::new(ran_rx);
+    let a_guard = a
+        .create_guard_condition(move |_: &mut ()| {
+            b_guard.trigger();
+            let ran = ran_rx
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(5))
+                .is_ok();
+            *v.lock().unwrap() = Some(ran);
+        })
+        .unwrap();
+    a_guard.trigger();
+    let v = verdict.clone();
+    spin_until(executor, async move {
+        while v.lock().unwrap().is_none() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    let ran = verdict.lock().unwrap().unwrap();
+    ran
+}
+
+#[test]
+fn workers_on_an_owned_runtime_do_not_wait_for_each_other() {
+    let executor = Context::default()
+        .create_executor(rclev::ExecutorOptions {
+            runtime: rclev::RuntimeChoice::Own { worker_threads: 2 },
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(b_runs_while_a_blocks(&executor));
+}
+
+#[test]
+fn workers_inside_tokio_main_do_not_wait_for_each_other() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let executor = rt.block_on(async { Context::default().create_basic_executor() });
+    let _enter = rt.enter();
+    assert!(b_runs_while_a_blocks(&executor));
+}

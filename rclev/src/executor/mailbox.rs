@@ -71,7 +71,7 @@ impl Mailbox {
         };
         // Woken outside the lock so the worker does not wake into a held mutex.
         if let Some(w) = waker {
-            w.wake();
+            wake_elsewhere_if_shared(w);
         }
         true
     }
@@ -141,4 +141,32 @@ impl Mailbox {
             w.wake();
         }
     }
+}
+
+thread_local! {
+    /// Set while this thread runs a worker section on a shared multi-threaded runtime (see
+    /// [`wake_elsewhere_if_shared`]).
+    pub(crate) static ON_SHARED_RUNTIME: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Wakes a parked worker. On a shared multi-threaded Tokio runtime, a task woken from a
+/// runtime thread goes to that thread's LIFO slot, which other threads cannot steal: worker B
+/// woken by worker A's callback would then wait until A's callback returns, however long it
+/// blocks (spawned tasks take the LIFO slot too). From inside a section on such a runtime the
+/// wake is therefore made from the runtime's blocking pool, off the runtime's worker threads: it
+/// goes to the shared injection queue, where an idle thread picks B up at once.
+#[cfg(not(rclev_loom))]
+fn wake_elsewhere_if_shared(waker: Waker) {
+    if ON_SHARED_RUNTIME.with(|c| c.get()) {
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            drop(handle.spawn_blocking(move || waker.wake()));
+            return;
+        }
+    }
+    waker.wake();
+}
+
+#[cfg(rclev_loom)]
+fn wake_elsewhere_if_shared(waker: Waker) {
+    waker.wake();
 }

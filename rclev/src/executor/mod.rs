@@ -164,6 +164,7 @@ pub(crate) struct SpinGate {
 pub(crate) struct Section<'a> {
     gate: &'a SpinGate,
     outer: SectionOwner,
+    outer_shared: bool,
 }
 
 /// Whose worker section a thread is in: the executor (to refuse a spin from inside one of its
@@ -184,6 +185,7 @@ pub(crate) fn in_section_of_worker(mailbox: &Mailbox) -> bool {
 impl Drop for Section<'_> {
     fn drop(&mut self) {
         IN_SECTION_OF.with(|c| c.set(self.outer));
+        mailbox::ON_SHARED_RUNTIME.with(|c| c.set(self.outer_shared));
         if self.gate.running.fetch_sub(1, Ordering::SeqCst) == 1
             && self.gate.closers.load(Ordering::SeqCst) > 0
         {
@@ -217,7 +219,12 @@ impl SpinGate {
     pub(crate) fn section<'a>(&'a self, exec: &ExecutorShared, mailbox: &Mailbox) -> Section<'a> {
         self.running.fetch_add(1, Ordering::SeqCst);
         let outer = IN_SECTION_OF.with(|c| c.replace((exec as *const _, mailbox as *const _)));
-        Section { gate: self, outer }
+        let outer_shared = mailbox::ON_SHARED_RUNTIME.with(|c| c.replace(exec.shared_multi_thread));
+        Section {
+            gate: self,
+            outer,
+            outer_shared,
+        }
     }
 
     /// Waits until no worker is inside a section, unless a spin is active again meanwhile.
@@ -265,6 +272,8 @@ pub(crate) struct ExecutorShared {
     pub(crate) handle: Handle,
     /// Workers run on threads of their own (see [`RuntimeChoice::ThreadPerWorker`]).
     pub(crate) dedicated_workers: bool,
+    /// Workers are tasks on a multi-threaded runtime they share (see `mailbox`'s wakes).
+    shared_multi_thread: bool,
     pub(crate) gate: SpinGate,
     pub(crate) options: ExecutorOptions,
     pub(crate) timers: TimerScheduler,
@@ -497,10 +506,13 @@ impl Executor {
         };
         let timers = TimerScheduler::start(options.timer_precision.clone())
             .map_err(|e| Error::Runtime(format!("cannot start the timer thread: {e}")))?;
+        let shared_multi_thread =
+            !dedicated_workers && handle.runtime_flavor() == RuntimeFlavor::MultiThread;
         let shared = Arc::new(ExecutorShared {
             context,
             handle,
             dedicated_workers,
+            shared_multi_thread,
             gate: SpinGate::default(),
             options,
             timers,

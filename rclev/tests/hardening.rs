@@ -634,3 +634,39 @@ fn workers_inside_tokio_main_do_not_wait_for_each_other() {
     let _enter = rt.enter();
     assert!(b_runs_while_a_blocks(&executor));
 }
+
+// Defect 13: worker threads of dropped nodes lived on while nobody spun.
+
+/// Threads of this process whose name starts with `prefix`.
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with(prefix))
+        .count()
+}
+
+#[test]
+fn dropped_nodes_and_workers_leave_no_thread_behind() {
+    let executor = Context::default().create_basic_executor();
+    for _ in 0..3 {
+        let nodes: Vec<_> = (0..20)
+            .map(|i| executor.create_node(format!("gone{i}")).unwrap())
+            .collect();
+        let workers: Vec<_> = nodes.iter().map(|n| n.create_worker(()).unwrap()).collect();
+        // Each thread names itself when it starts.
+        while threads_named("rclev-gone") < 40 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop((nodes, workers));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while threads_named("rclev-gone") > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} worker threads left",
+                threads_named("rclev-gone")
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}

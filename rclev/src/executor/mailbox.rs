@@ -31,6 +31,9 @@ pub(crate) enum MailItem {
 struct Inbox {
     items: Vec<MailItem>,
     waker: Option<Waker>,
+    /// Woken only by `close`: the worker parks on the spin gate while nobody spins, and must
+    /// still end when its mailbox closes (its node dropped), not linger until the next spin.
+    close_waker: Option<Waker>,
     /// The worker took items and has not come back empty-handed yet.
     busy: bool,
     closed: bool,
@@ -131,15 +134,28 @@ impl Mailbox {
 
     /// Closes the mailbox and wakes the worker so it exits; queued items are dropped.
     pub(crate) fn close(&self) {
-        let waker = {
+        let (waker, close_waker) = {
             let mut inbox = lock(&self.inbox);
             inbox.closed = true;
             inbox.items.clear();
-            inbox.waker.take()
+            (inbox.waker.take(), inbox.close_waker.take())
         };
-        if let Some(w) = waker {
+        for w in [waker, close_waker].into_iter().flatten() {
             w.wake();
         }
+    }
+
+    /// Registers `waker` to be woken when the mailbox closes; `true` if it already has.
+    pub(crate) fn watch_close(&self, waker: &Waker) -> bool {
+        let mut inbox = lock(&self.inbox);
+        if inbox.closed {
+            return true;
+        }
+        match &inbox.close_waker {
+            Some(old) if old.will_wake(waker) => {}
+            _ => inbox.close_waker = Some(waker.clone()),
+        }
+        false
     }
 }
 

@@ -90,6 +90,9 @@ pub(crate) async fn run_worker(
                 return Poll::Ready(());
             }
             if !exec.gate.is_open_or_register(cx.waker()) {
+                if mailbox.watch_close(cx.waker()) {
+                    return Poll::Ready(());
+                }
                 // Items taken by the parking `take` below have not run: they wait for the
                 // next spin in the mailbox, where spin-once's idle check can see them.
                 if !batch.is_empty() {

@@ -670,3 +670,32 @@ fn dropped_nodes_and_workers_leave_no_thread_behind() {
         }
     }
 }
+
+// Defect 14: a panicking jump callback was not reported.
+
+#[test]
+fn a_panicking_jump_callback_is_reported() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("jumpy").unwrap();
+    let _jump = node
+        .get_clock()
+        .create_jump_callback(
+            rclev::JumpThreshold {
+                on_clock_change: true,
+                min_forward: None,
+                min_backward: None,
+            },
+            |_| panic!("pre broke"),
+            |_| {},
+        )
+        .unwrap();
+    node.set_parameter("use_sim_time", true).unwrap();
+    // Still works after the panic.
+    node.set_parameter("use_sim_time", false).unwrap();
+    let errors = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(1)));
+    let panics = errors
+        .iter()
+        .filter(|e| matches!(e, Error::CallbackPanicked { message, .. } if message == "pre broke"))
+        .count();
+    assert_eq!(panics, 2, "{errors:?}");
+}

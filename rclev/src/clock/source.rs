@@ -192,7 +192,13 @@ pub(crate) struct RosTimeSource {
     inner: Mutex<SourceInner>,
     /// Serialises time changes so jump callbacks see them in order.
     change: Mutex<()>,
+    /// Where a panicking jump callback is reported (the executor's error list and handler);
+    /// set once by the node that owns the source.
+    reporter: std::sync::OnceLock<Reporter>,
 }
+
+/// Reports an error raised outside any worker (here: a jump callback's panic).
+pub(crate) type Reporter = Box<dyn Fn(crate::Error) + Send + Sync>;
 
 impl RosTimeSource {
     pub(crate) fn new(sched: Option<Weak<SchedulerCore>>) -> Self {
@@ -204,7 +210,13 @@ impl RosTimeSource {
             sched,
             inner: Mutex::new(SourceInner::default()),
             change: Mutex::new(()),
+            reporter: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets where jump-callback panics are reported (once).
+    pub(crate) fn set_reporter(&self, reporter: Reporter) {
+        let _ = self.reporter.set(reporter);
     }
 
     pub(crate) fn scheduler(&self) -> Option<Arc<SchedulerCore>> {
@@ -278,12 +290,19 @@ impl RosTimeSource {
             .collect()
     }
 
-    fn call_jumps(entries: &[Arc<JumpEntry>], jump: &TimeJump, pre: bool) {
+    fn call_jumps(&self, entries: &[Arc<JumpEntry>], jump: &TimeJump, pre: bool) {
         for e in entries {
             let slot = if pre { &e.pre } else { &e.post };
             let mut f = lock(slot);
             if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(jump))) {
-                tracing::error!(target: "rclev", "jump callback panicked: {}", crate::error::panic_message(&*p));
+                let error = crate::Error::CallbackPanicked {
+                    entity: format!("{} jump callback", if pre { "pre" } else { "post" }),
+                    message: crate::error::panic_message(&*p),
+                };
+                match self.reporter.get() {
+                    Some(report) => report(error),
+                    None => tracing::error!(target: "rclev", "{error}"),
+                }
             }
         }
     }
@@ -310,7 +329,7 @@ impl RosTimeSource {
             delta_nanos: after - before,
         };
         let entries = self.jump_entries(&jump);
-        Self::call_jumps(&entries, &jump, true);
+        self.call_jumps(&entries, &jump, true);
         let timers: Vec<_> = lock(&self.inner)
             .timers
             .iter()
@@ -323,7 +342,7 @@ impl RosTimeSource {
         }
         // Also bumps the generation, so sleepers started on the old time base end.
         self.wake_all_sleepers();
-        Self::call_jumps(&entries, &jump, false);
+        self.call_jumps(&entries, &jump, false);
     }
 
     /// A new `/clock` value. While simulation time is active this paces the lane's timers
@@ -341,7 +360,7 @@ impl RosTimeSource {
             delta_nanos: nanos - old,
         };
         let entries = self.jump_entries(&jump);
-        Self::call_jumps(&entries, &jump, true);
+        self.call_jumps(&entries, &jump, true);
         self.sim_now.store(nanos, Ordering::Release);
         if let Some(sched) = self.scheduler() {
             if nanos < old {
@@ -350,7 +369,7 @@ impl RosTimeSource {
             sched.sim_advance(self.lane, SimTime(nanos));
         }
         self.wake_sleepers_until(nanos);
-        Self::call_jumps(&entries, &jump, false);
+        self.call_jumps(&entries, &jump, false);
     }
 
     fn wake_sleepers_until(&self, nanos: i64) {

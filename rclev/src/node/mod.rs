@@ -147,7 +147,13 @@ impl NodeState {
     pub(crate) fn create(exec: &Arc<ExecutorShared>, options: NodeOptions) -> Result<Node> {
         names::validate_node_name(&options.name)?;
         let namespace = names::normalize_namespace(&options.namespace)?;
+        exec.check_running()?;
         let source = Arc::new(RosTimeSource::new(Some(Arc::downgrade(&exec.timers.core))));
+        let weak_exec = Arc::downgrade(exec);
+        source.set_reporter(Box::new(move |e| match weak_exec.upgrade() {
+            Some(exec) => exec.report(e),
+            None => tracing::error!(target: "rclev", "{e}"),
+        }));
         exec.life.watch(&source);
         let identity = Arc::new(NodeIdentity {
             clock: Clock::from_source(source, exec.life.clone()),

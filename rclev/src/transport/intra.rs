@@ -58,6 +58,7 @@ impl IntraProcess {
             return Ok(topic);
         }
         let topic = Arc::new(Topic {
+            registry: Arc::downgrade(&self.registry),
             name: endpoint.name.clone(),
             type_support: endpoint.type_support,
             publishers: Mutex::new(Vec::new()),
@@ -70,10 +71,29 @@ impl IntraProcess {
 }
 
 struct Topic {
+    /// Where the topic is listed, so it can unlist itself when its last endpoint goes.
+    registry: Weak<IntraProcessShared>,
     name: String,
     type_support: TypeSupport,
     publishers: Mutex<Vec<Arc<PublisherShared>>>,
     subscriptions: RwLock<Vec<Arc<SubscriptionQueue>>>,
+}
+
+impl Drop for Topic {
+    fn drop(&mut self) {
+        let Some(registry) = self.registry.upgrade() else {
+            return;
+        };
+        let mut reg = lock(&registry);
+        // Only this dead topic's entry: a new topic of the same name may have replaced it.
+        if reg
+            .topics
+            .get(&self.name)
+            .is_some_and(|w| w.strong_count() == 0)
+        {
+            reg.topics.remove(&self.name);
+        }
+    }
 }
 
 impl Topic {
@@ -539,6 +559,25 @@ mod tests {
 
     fn request() -> Payload {
         Arc::new(AddTwoIntsRequest { a: 1, b: 2 })
+    }
+
+    #[test]
+    fn dead_topics_are_forgotten() {
+        let transport = IntraProcess::new();
+        for i in 0..1000 {
+            let endpoint = Endpoint {
+                name: format!("/t{i}"),
+                ..endpoint()
+            };
+            let publisher = transport.create_publisher(&endpoint).unwrap();
+            drop(publisher);
+        }
+        let kept = Endpoint {
+            name: "/kept".into(),
+            ..endpoint()
+        };
+        let _publisher = transport.create_publisher(&kept).unwrap();
+        assert_eq!(lock(&transport.shared()).topics.len(), 1);
     }
 
     #[test]

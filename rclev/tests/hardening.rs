@@ -699,3 +699,52 @@ fn a_panicking_jump_callback_is_reported() {
         .count();
     assert_eq!(panics, 2, "{errors:?}");
 }
+
+// Defect 11: a ROS-time timer created while another thread switched `use_sim_time` on stayed
+// on the wall clock.
+
+#[test]
+fn timers_created_during_a_switch_to_sim_time_follow_clock() {
+    let executor = Context::default().create_basic_executor();
+    let driver = executor.create_node("driver").unwrap();
+    let clock_pub = driver.create_publisher::<ClockMsg>("/clock").unwrap();
+    let fired = Arc::new(AtomicU64::new(0));
+    let mut keep = Vec::new();
+    const ROUNDS: u64 = 200;
+    for i in 0..ROUNDS {
+        let node = executor.create_node(format!("racer{i}")).unwrap();
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let (n, b) = (node.clone(), barrier.clone());
+        let switcher = std::thread::spawn(move || {
+            b.wait();
+            n.set_parameter("use_sim_time", true).unwrap();
+        });
+        barrier.wait();
+        let f = fired.clone();
+        // An hour of ROS time: on the wall clock it would never fire during this test.
+        let timer = node
+            .create_timer_oneshot(Duration::from_secs(3600).node_time(), move || {
+                f.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        switcher.join().unwrap();
+        keep.push((node, timer));
+    }
+    clock_pub
+        .publish(ClockMsg {
+            clock: TimeMsg::from_nanos(7200 * 1_000_000_000),
+        })
+        .unwrap();
+    let f = fired.clone();
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(async move {
+                while f.load(Ordering::SeqCst) < ROUNDS {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            })
+            .timeout(Duration::from_secs(10)),
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(fired.load(Ordering::SeqCst), ROUNDS, "timers left on the wall clock");
+}

@@ -258,6 +258,14 @@ impl RosTimeSource {
         CHANGING.with(|c| c.borrow().contains(&self.lane))
     }
 
+    /// Holds the time base (simulated or not) still until the guard drops: a timer created
+    /// under it picks its lane and registers for switches as one step, so a concurrent
+    /// `set_sim_active` either sees it registered or happens before it looks. `None` when this
+    /// thread is already inside a change of this source (a jump callback), which holds it.
+    pub(crate) fn hold_time_base(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        (!self.changing_here()).then(|| lock(&self.change))
+    }
+
     pub(crate) fn register_timer(&self, timer: Weak<TimerCore>) {
         let mut inner = lock(&self.inner);
         inner.timers.retain(|w| w.strong_count() > 0);

@@ -305,6 +305,7 @@ pub(crate) fn create_timer(
     };
     // Registered disarmed; armed once the entity exists and its dispatch is bound.
     let source = clock.source().cloned();
+    let _base = source.as_ref().map(|s| s.hold_time_base());
     let sim = source.as_ref().is_some_and(|s| s.is_sim_active());
     let lane = match &source {
         Some(src) if sim => Lane::Sim(sched.sim_insert(src.lane, tick.clone(), None, heap_period)),

@@ -37,9 +37,12 @@ async fn main() -> Result<(), rclev::Error> {
         commands.halt_spinning();
         Ok::<_, rclev::Error>(sum)
     });
-    executor
+    let errors = executor
         .spin_async(SpinOptions::default().timeout(Duration::from_secs(10)))
         .await;
+    for e in errors {
+        eprintln!("error while spinning: {e}");
+    }
     let sum = user_task.await.expect("the user task does not panic")?;
     assert_eq!(sum, 42);
     Ok(())

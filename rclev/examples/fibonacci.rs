@@ -55,12 +55,15 @@ fn main() -> Result<(), rclev::Error> {
         Ok::<_, rclev::Error>(())
     };
     let (tx, rx) = std::sync::mpsc::channel();
-    executor.spin(
+    let errors = executor.spin(
         SpinOptions::default()
             .until_promise_resolved(async move {
                 let _ = tx.send(done.await);
             })
             .timeout(Duration::from_secs(30)),
     );
+    for e in errors {
+        eprintln!("error while spinning: {e}");
+    }
     rx.try_recv().unwrap_or(Err(rclev::Error::Shutdown))
 }

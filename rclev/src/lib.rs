@@ -28,6 +28,7 @@ pub mod clock;
 mod context;
 mod error;
 pub mod executor;
+mod handle;
 pub mod logging;
 pub mod msg;
 mod node;
@@ -44,6 +45,7 @@ pub use executor::{
     ErrorHandler, Executor, ExecutorCommands, ExecutorOptions, ExecutorStats, RuntimeChoice,
     SpinOptions,
 };
+pub use handle::{Handle, WeakHandle};
 pub use logging::{LogCapture, LogRecord, LogSeverity, Logger};
 pub use node::{
     Client, ClientState, GuardCondition, GuardConditionState, IntoNodeOptions, Node, NodeOptions,

@@ -355,7 +355,7 @@ fn wait_until(executor: &Executor, mut cond: impl FnMut() -> bool, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !cond() {
         assert!(Instant::now() < deadline, "timed out: {what}");
-        executor.spin(SpinOptions::default().timeout(Duration::from_millis(5)));
+        let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(5)));
     }
 }
 
@@ -431,7 +431,7 @@ fn results_expire_on_simulated_time() {
             .unwrap();
     });
     // Wall time passes, sim time does not: the result stays.
-    executor.spin(SpinOptions::default().timeout(Duration::from_millis(300)));
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(300)));
     assert_eq!(server.goal_states().len(), 1);
     step(10_500);
     assert_eq!(server.goal_states().len(), 1);

@@ -77,7 +77,7 @@ fn client_errors_without_server_and_when_server_goes_away() {
     let pending = client.call(AddTwoIntsRequest { a: 1, b: 2 });
     drop(service);
     let (tx, rx) = std::sync::mpsc::channel();
-    executor.spin(
+    let _ = executor.spin(
         SpinOptions::default()
             .until_promise_resolved(async move { tx.send(pending.await).unwrap() })
             .timeout(Duration::from_secs(5)),
@@ -217,7 +217,7 @@ fn spin_outside_any_runtime() {
     let executor = Context::default().create_basic_executor();
     let (guard, count, _node) = guard_counter(&executor);
     guard.trigger();
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     assert_eq!(count.load(Ordering::SeqCst), 1);
 }
 
@@ -252,7 +252,7 @@ async fn current_thread_runtime_spin_async_works_and_blocking_spin_is_refused() 
         executor.spin(SpinOptions::spin_once()),
         vec![Error::BlockingSpinInsideRuntime]
     );
-    executor
+    let _ = executor
         .spin_async(SpinOptions::spin_once().timeout(Duration::from_secs(5)))
         .await;
     assert_eq!(count.load(Ordering::SeqCst), 1);
@@ -279,7 +279,7 @@ fn callbacks_run_only_while_spinning_and_not_after_shutdown() {
     guard.trigger();
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(count.load(Ordering::SeqCst), 0, "ran without spinning");
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     assert_eq!(count.load(Ordering::SeqCst), 1);
 
     let commands = executor.commands();
@@ -309,7 +309,7 @@ fn halt_spinning_from_a_callback() {
         .unwrap();
     guard.trigger();
     let started = Instant::now();
-    executor.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
@@ -385,7 +385,7 @@ fn worker_payload_is_shared_by_its_callbacks() {
     for i in 0..100 {
         publisher.publish(Int64 { data: i }).unwrap();
     }
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     let client = node.create_client::<AddTwoInts>("len").unwrap();
     let contents = worker.run(|v: &mut Vec<i64>| v.clone());
     let out = Arc::new(Mutex::new(None));
@@ -406,7 +406,7 @@ fn many_triggers_coalesce_into_one_run_and_none_is_lost() {
     for _ in 0..10_000 {
         guard.trigger();
     }
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     assert_eq!(count.load(Ordering::SeqCst), 1);
 
     // Triggers racing with the callback: every trigger is followed by at least one run that
@@ -419,11 +419,11 @@ fn many_triggers_coalesce_into_one_run_and_none_is_lost() {
         }
         g.trigger();
     });
-    executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
     stop.store(true, Ordering::SeqCst);
     trigger_thread.join().unwrap();
     let before = count.load(Ordering::SeqCst);
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     assert!(
         count.load(Ordering::SeqCst) > before,
         "the final trigger was lost: {before} {:?}",
@@ -454,7 +454,7 @@ fn a_flooded_subscription_does_not_starve_its_neighbours() {
         flood.publish(Int64 { data: i }).unwrap();
     }
     quiet.publish(Int64 { data: 0 }).unwrap();
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(10)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(10)));
     let order = order.lock().unwrap();
     assert_eq!(order.len(), 10_001);
     let quiet_at = order.iter().position(|&d| d == -1).unwrap();
@@ -497,7 +497,7 @@ fn idle_executor_makes_no_wakeups() {
                 tx.send(()).unwrap();
                 exec.commands().halt_spinning();
             });
-            exec.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
+            let _ = exec.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
         });
         rx.recv().unwrap();
         let x = before_after.lock().unwrap().take().unwrap();
@@ -551,7 +551,7 @@ fn panicking_callback_is_isolated_and_reported() {
             .until_promise_resolved(async move { tx.send(call.await).unwrap() })
             .timeout(Duration::from_secs(5)),
     );
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     assert_eq!(*seen.lock().unwrap(), vec![0, 2]);
     assert_eq!(count.load(Ordering::SeqCst), 1);
     assert!(matches!(rx.recv().unwrap(), Err(Error::ServiceFailed(_))));
@@ -561,6 +561,6 @@ fn panicking_callback_is_isolated_and_reported() {
     ));
     // Still working afterwards.
     publisher.publish(Int64 { data: 3 }).unwrap();
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     assert_eq!(*seen.lock().unwrap(), vec![0, 2, 3]);
 }

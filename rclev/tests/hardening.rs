@@ -168,7 +168,7 @@ fn periods_beyond_i64_nanoseconds_are_refused() {
     let _w = node
         .create_timer_repeating(rclev::timer::MAX_PERIOD, || {})
         .unwrap();
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(50)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(50)));
     assert_eq!(count.load(Ordering::SeqCst), 0);
 }
 
@@ -194,7 +194,7 @@ fn a_timer_at_the_end_of_simulated_time_fires_once_and_stops() {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     });
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(50)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(50)));
     assert_eq!(count.load(Ordering::SeqCst), 1);
 }
 
@@ -372,7 +372,8 @@ fn no_callback_starts_after_shutdown_returned() {
         c.lock().unwrap().as_ref().unwrap().shutdown();
     });
     *commands.lock().unwrap() = Some(executor.commands());
-    executor.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
+    let errors = executor.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
+    assert!(errors.is_empty(), "{errors:?}");
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(*seen.lock().unwrap(), vec![1], "callbacks after shutdown");
 }
@@ -746,5 +747,9 @@ fn timers_created_during_a_switch_to_sim_time_follow_clock() {
             .timeout(Duration::from_secs(10)),
     );
     assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(fired.load(Ordering::SeqCst), ROUNDS, "timers left on the wall clock");
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        ROUNDS,
+        "timers left on the wall clock"
+    );
 }

@@ -134,7 +134,7 @@ fn rosout_and_captures_both_see_every_record() {
             "throttled"
         );
     }
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    assert_no_errors(executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5))));
 
     let expected = ["value is 7", "careful", "only once", "throttled"];
     let captured: Vec<String> = capture.records().into_iter().map(|r| r.message).collect();
@@ -193,8 +193,14 @@ fn rosout_can_be_turned_off_per_node() {
     rclev::log_error!(quiet, "not on rosout");
     let deadline = Instant::now() + Duration::from_millis(100);
     while Instant::now() < deadline {
-        executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(10)));
+        assert_no_errors(
+            executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(10))),
+        );
     }
     assert!(rosout.lock().unwrap().iter().all(|l| l.name != "quiet"));
     assert_eq!(capture.records().len(), 1);
+}
+
+fn assert_no_errors(errors: Vec<rclev::Error>) {
+    assert!(errors.is_empty(), "{errors:?}");
 }

@@ -63,7 +63,7 @@ fn keep_last_drops_oldest_and_counts_loss() {
     for i in 0..20 {
         publisher.publish(Int64 { data: i }).unwrap();
     }
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     assert_eq!(*seen.lock().unwrap(), vec![15, 16, 17, 18, 19]);
     assert_eq!(sub.lost_count(), 15);
 }
@@ -127,11 +127,11 @@ fn transient_local_late_joiner_gets_last_n() {
     }
     let (_late, seen, _) = collecting_subscription(&node, "map".qos(latched));
     let (_volatile, seen_volatile, _) = collecting_subscription(&node, "map");
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     assert_eq!(*seen.lock().unwrap(), vec![7, 8, 9]);
     assert!(seen_volatile.lock().unwrap().is_empty());
     publisher.publish(Int64 { data: 10 }).unwrap();
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     assert_eq!(*seen.lock().unwrap(), vec![7, 8, 9, 10]);
     assert_eq!(*seen_volatile.lock().unwrap(), vec![10]);
 }
@@ -256,7 +256,7 @@ fn dropped_subscription_gets_nothing_more() {
     drop(sub);
     publisher.publish(Int64 { data: 2 }).unwrap();
     assert_eq!(publisher.get_subscription_count(), 0);
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(2)));
+    let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(2)));
     assert!(seen.lock().unwrap().is_empty());
 }
 
@@ -299,7 +299,7 @@ fn dropping_a_subscription_while_its_callback_runs_waits_for_it_and_stops_delive
     spin_until(&executor, async move {
         done_rx.await.unwrap();
     });
-    executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(200)));
     assert_eq!(dropper.join().unwrap(), (true, 0));
     assert_eq!(*seen.lock().unwrap(), vec![1]);
 }

@@ -44,11 +44,13 @@ impl Sim {
         let deadline = Instant::now() + Duration::from_secs(10);
         while clock.now().nanos != nanos {
             assert!(Instant::now() < deadline, "/clock {nanos} never arrived");
-            self.executor
+            let _ = self
+                .executor
                 .spin(SpinOptions::spin_once().timeout(Duration::from_millis(5)));
         }
         // Let the ticks it released run.
-        self.executor
+        let _ = self
+            .executor
             .spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     }
 }
@@ -161,7 +163,8 @@ fn scaled_clock_scales_the_rate() {
                 .unwrap();
             end
         });
-        s.executor
+        let _ = s
+            .executor
             .spin(SpinOptions::default().timeout(wall + Duration::from_millis(100)));
         let end = publisher.join().unwrap();
         s.step(end);
@@ -206,7 +209,7 @@ fn activation_and_deactivation_carry_the_time_left_over() {
         "credit {credit:?} vs {left:?}"
     );
     // Sim time stands at 0: no amount of wall time fires the timer.
-    executor.spin(SpinOptions::default().timeout(Duration::from_millis(400)));
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(400)));
     assert_eq!(fired.load(Ordering::SeqCst), 0);
     // Publish sim time past the credit: it fires.
     let credit_ns = credit.as_nanos() as i64;
@@ -216,7 +219,7 @@ fn activation_and_deactivation_carry_the_time_left_over() {
                 clock: TimeMsg::from_nanos(t),
             })
             .unwrap();
-        executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+        let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
     };
     step(credit_ns - MS);
     assert_eq!(fired.load(Ordering::SeqCst), 0);
@@ -232,7 +235,7 @@ fn activation_and_deactivation_carry_the_time_left_over() {
         carried <= Duration::from_millis(300) && carried >= Duration::from_millis(250),
         "{carried:?}"
     );
-    executor.spin(SpinOptions::default().timeout(Duration::from_millis(600)));
+    let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(600)));
     assert!(
         fired.load(Ordering::SeqCst) >= 2,
         "the wall path did not take over"
@@ -252,7 +255,8 @@ fn wall_timers_keep_running_beside_paused_sim_timers() {
             w.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap();
-    s.executor
+    let _ = s
+        .executor
         .spin(SpinOptions::default().timeout(Duration::from_millis(100)));
     assert!(wall.load(Ordering::SeqCst) >= 20);
     assert!(sim_calls.lock().unwrap().is_empty());

@@ -56,7 +56,7 @@ pub struct ActionClientState<A: ActionType> {
 }
 
 /// A shared handle to an action client.
-pub type ActionClient<A> = Arc<ActionClientState<A>>;
+pub type ActionClient<A> = crate::Handle<ActionClientState<A>>;
 
 pub(crate) fn create_action_client<A: ActionType>(
     core: &Arc<WorkerCore>,
@@ -112,7 +112,7 @@ pub(crate) fn create_action_client<A: ActionType>(
     });
     let entity: Arc<dyn Executable> = inner.clone();
     dispatch.bind(Arc::downgrade(&entity), true);
-    Ok(Arc::new(ActionClientState { inner }))
+    Ok(crate::Handle::new(ActionClientState { inner }))
 }
 
 /// Sends a request and registers its waiter under the waiters' lock, which the response path

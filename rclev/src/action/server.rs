@@ -148,7 +148,7 @@ pub struct ActionServerState<A: ActionType> {
 }
 
 /// A shared handle to an action server.
-pub type ActionServer<A> = Arc<ActionServerState<A>>;
+pub type ActionServer<A> = crate::Handle<ActionServerState<A>>;
 
 /// An endpoint of action `name`: `<name>/_action/<suffix>`.
 pub(crate) fn endpoint<T: crate::msg::Message>(
@@ -247,7 +247,7 @@ pub(crate) fn create_action_server<A: ActionType>(
     let entity: Arc<dyn Executable> = inner.clone();
     dispatch.bind(Arc::downgrade(&entity), true);
     inner.publish_status();
-    Ok(Arc::new(ActionServerState { inner }))
+    Ok(crate::Handle::new(ActionServerState { inner }))
 }
 
 impl<A: ActionType> Drop for ActionServerState<A> {

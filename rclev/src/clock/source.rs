@@ -133,6 +133,7 @@ struct JumpEntry {
 }
 
 /// Keeps jump callbacks registered; dropping it unregisters them.
+#[must_use = "dropping this handle unregisters the jump callbacks at once"]
 pub struct JumpHandle {
     _entry: Arc<JumpEntry>,
 }

@@ -537,6 +537,7 @@ impl Executor {
     /// meanwhile. Works outside a runtime and inside a multi-threaded one (the thread is handed
     /// over with `block_in_place`); inside a current-thread runtime that also runs the workers
     /// it would deadlock, so it returns [`Error::BlockingSpinInsideRuntime`] instead.
+    #[must_use = "the errors raised while spinning (callback panics and the like) are lost unless looked at"]
     pub fn spin(&self, options: SpinOptions) -> Vec<Error> {
         if self.shared.called_from_callback() {
             return vec![Error::SpinInsideCallback];
@@ -567,6 +568,7 @@ impl Executor {
     }
 
     /// Spins until `options` says to stop, as a future: use it inside `#[tokio::main]`.
+    #[must_use = "the errors raised while spinning (callback panics and the like) are lost unless looked at"]
     pub async fn spin_async(&self, options: SpinOptions) -> Vec<Error> {
         self.shared.clone().spin_async(options).await
     }

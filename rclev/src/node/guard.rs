@@ -19,7 +19,7 @@ pub struct GuardConditionState {
 }
 
 /// A shared handle to a guard condition.
-pub type GuardCondition = Arc<GuardConditionState>;
+pub type GuardCondition = crate::Handle<GuardConditionState>;
 
 pub(crate) fn create_guard_condition(
     core: &Arc<WorkerCore>,
@@ -35,7 +35,7 @@ pub(crate) fn create_guard_condition(
     });
     let entity: Arc<dyn Executable> = guard.clone();
     dispatch.bind(Arc::downgrade(&entity), false);
-    Ok(guard)
+    Ok(crate::Handle::from_arc(guard))
 }
 
 impl GuardConditionState {

@@ -104,7 +104,7 @@ struct SubscriptionEntity<T: Message> {
 }
 
 /// A shared handle to a subscription; dropping the last one unsubscribes.
-pub type Subscription<T> = Arc<SubscriptionState<T>>;
+pub type Subscription<T> = crate::Handle<SubscriptionState<T>>;
 
 pub(crate) fn create_subscription<T: Message>(
     core: &Arc<WorkerCore>,
@@ -130,7 +130,7 @@ pub(crate) fn create_subscription<T: Message>(
     });
     let entity: Arc<dyn Executable> = sub.clone();
     dispatch.bind(Arc::downgrade(&entity), true);
-    Ok(Arc::new(SubscriptionState { entity: sub }))
+    Ok(crate::Handle::new(SubscriptionState { entity: sub }))
 }
 
 impl<T: Message> SubscriptionState<T> {

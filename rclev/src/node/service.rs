@@ -68,7 +68,7 @@ struct ServiceEntity<S: ServiceType> {
 }
 
 /// A shared handle to a service; dropping the last one removes the service.
-pub type Service<S> = Arc<ServiceState<S>>;
+pub type Service<S> = crate::Handle<ServiceState<S>>;
 
 pub(crate) fn create_service<S: ServiceType>(
     core: &Arc<WorkerCore>,
@@ -96,7 +96,7 @@ pub(crate) fn create_service<S: ServiceType>(
     });
     let entity: Arc<dyn Executable> = service.clone();
     dispatch.bind(Arc::downgrade(&entity), true);
-    Ok(Arc::new(ServiceState { entity: service }))
+    Ok(crate::Handle::new(ServiceState { entity: service }))
 }
 
 impl<S: ServiceType> ServiceState<S> {
@@ -174,7 +174,7 @@ pub struct ClientState<S: ServiceType> {
 }
 
 /// A shared handle to a client.
-pub type Client<S> = Arc<ClientState<S>>;
+pub type Client<S> = crate::Handle<ClientState<S>>;
 
 pub(crate) fn create_client<S: ServiceType>(
     core: &Arc<WorkerCore>,
@@ -200,7 +200,7 @@ pub(crate) fn create_client<S: ServiceType>(
     });
     let entity: Arc<dyn Executable> = client.clone();
     dispatch.bind(Arc::downgrade(&entity), false);
-    Ok(client)
+    Ok(crate::Handle::from_arc(client))
 }
 
 impl<S: ServiceType> ClientState<S> {

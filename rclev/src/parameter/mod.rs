@@ -319,6 +319,7 @@ pub struct Parameters {
 }
 
 /// Keeps a set-callback registered; dropping it unregisters the callback.
+#[must_use = "dropping this handle unregisters the callback at once"]
 pub struct SetCallbackHandle {
     _callback: Arc<SetCallback>,
 }

@@ -252,7 +252,7 @@ pub(crate) struct TimerCore {
 }
 
 /// A shared handle to a timer.
-pub type Timer = Arc<TimerState>;
+pub type Timer = crate::Handle<TimerState>;
 
 /// The timer's callback. The worker takes it out while calling it, so the callback may change
 /// its own timer's mode (`set_oneshot` from inside the callback) without deadlocking; it is
@@ -336,7 +336,7 @@ pub(crate) fn create_timer(
         src.register_timer(Arc::downgrade(&timer));
     }
     timer.arm_in(Some(options.period), None);
-    Ok(Arc::new(TimerState { core: timer }))
+    Ok(crate::Handle::new(TimerState { core: timer }))
 }
 
 impl TimerCore {

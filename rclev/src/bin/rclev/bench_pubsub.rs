@@ -77,10 +77,12 @@ fn rclev_variant(messages: u64, secs: f64) -> Result<Row> {
             let _ = publisher.publish(Int64 { data: i });
         }
     });
-    executor.spin(
-        SpinOptions::default()
-            .until_promise_resolved(async move { done.notified().await })
-            .timeout(Duration::from_secs(120)),
+    crate::report_spin(
+        executor.spin(
+            SpinOptions::default()
+                .until_promise_resolved(async move { done.notified().await })
+                .timeout(Duration::from_secs(120)),
+        ),
     );
     let elapsed = start.elapsed().as_secs_f64();
     let cpu_cores = window.finish().cpu_cores;
@@ -110,18 +112,20 @@ fn rclev_variant(messages: u64, secs: f64) -> Result<Row> {
         });
         let w = worker.clone();
         let (tx, rx) = std::sync::mpsc::channel();
-        executor.spin(
-            SpinOptions::default()
-                .until_promise_resolved(async move {
-                    let _ = tokio::task::spawn_blocking(move || sender.join()).await;
-                    // Let the last message land, then swap the histogram out.
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    let h = w
-                        .run(|h: &mut Histogram<u64>| std::mem::replace(h, histogram()))
-                        .await;
-                    let _ = tx.send(h);
-                })
-                .timeout(Duration::from_secs_f64(secs + 30.0)),
+        crate::report_spin(
+            executor.spin(
+                SpinOptions::default()
+                    .until_promise_resolved(async move {
+                        let _ = tokio::task::spawn_blocking(move || sender.join()).await;
+                        // Let the last message land, then swap the histogram out.
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        let h = w
+                            .run(|h: &mut Histogram<u64>| std::mem::replace(h, histogram()))
+                            .await;
+                        let _ = tx.send(h);
+                    })
+                    .timeout(Duration::from_secs_f64(secs + 30.0)),
+            ),
         );
         Ok(rx.recv()??)
     };

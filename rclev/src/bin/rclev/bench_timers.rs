@@ -156,7 +156,7 @@ fn run_rclev(timers: usize, rate: f64, secs: f64, options: &ExecutorOptions) -> 
         })
         .collect::<rclev::Result<Vec<_>>>()?;
     let watch = rec.watch();
-    executor.spin(SpinOptions::default().timeout(rec.total_run()));
+    crate::report_spin(executor.spin(SpinOptions::default().timeout(rec.total_run())));
     drop(handles);
     let stats = watch.join().map_err(|_| "window thread panicked")?;
     Ok(rec.row("rclev", timers, rate, stats))

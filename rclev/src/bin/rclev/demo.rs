@@ -57,7 +57,7 @@ pub fn talker_listener(secs: f64, rate: f64) -> Result {
     let errors = executor.spin(SpinOptions::default());
     let _ = talker_thread.join();
     // Take what was published just before the halt.
-    executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(1)));
+    crate::report_spin(executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(1))));
     println!(
         "sent {}, received {}",
         sent.load(Ordering::Relaxed),
@@ -120,9 +120,11 @@ pub fn fibonacci(order: i32, step_ms: u64) -> Result {
             ctrl_c.shutdown();
         }
     });
-    executor.spin(SpinOptions::default().until_promise_resolved(async move {
-        let _ = tx.send(done.await);
-    }));
+    crate::report_spin(
+        executor.spin(SpinOptions::default().until_promise_resolved(async move {
+            let _ = tx.send(done.await);
+        })),
+    );
     match rx.try_recv() {
         Ok(outcome) => Ok(outcome?),
         Err(_) => Err("interrupted".into()),

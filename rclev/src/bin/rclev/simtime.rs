@@ -59,7 +59,9 @@ fn prime(executor: &Executor, node: &Node, driver: &Node) -> Result {
         if Instant::now() > deadline {
             return Err("the first /clock message was not received".into());
         }
-        executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(5)));
+        crate::report_spin(
+            executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(5))),
+        );
     }
     Ok(())
 }
@@ -104,7 +106,9 @@ pub fn run_clock(scale: f64, rate: f64, secs: f64, pause_after: Option<f64>) -> 
             ctrl_c.shutdown();
         }
     });
-    executor.spin(SpinOptions::default().timeout(Duration::from_secs_f64(secs)));
+    crate::report_spin(
+        executor.spin(SpinOptions::default().timeout(Duration::from_secs_f64(secs))),
+    );
     Ok(())
 }
 
@@ -162,13 +166,15 @@ fn run_case(name: &str, scale: f64, secs: f64, clock_hz: f64) -> Result<[Row; 2]
         clock_hz,
         pause,
     )?;
-    executor.spin(SpinOptions::default().timeout(Duration::from_secs_f64(secs)));
+    crate::report_spin(
+        executor.spin(SpinOptions::default().timeout(Duration::from_secs_f64(secs))),
+    );
     drop(clock_timer);
     wall_timer.cancel();
     let steal_percent = window.finish().steal_percent;
     let wall_secs = wall_start.elapsed().as_secs_f64();
     // Let the ticks the last /clock released run.
-    executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+    crate::report_spin(executor.spin(SpinOptions::default().timeout(Duration::from_millis(50))));
     sim_timer.cancel();
     let sim_end = node.get_clock().now().nanos;
     let period = SIM_PERIOD.as_nanos() as i64;

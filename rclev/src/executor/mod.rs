@@ -18,6 +18,8 @@ use tokio::sync::Notify;
 pub(crate) mod dispatch;
 pub(crate) mod fence;
 pub(crate) mod mailbox;
+#[cfg(target_os = "linux")]
+mod sigint;
 
 #[cfg(all(test, rclev_loom))]
 mod loom_tests;
@@ -67,6 +69,11 @@ pub struct ExecutorOptions {
     pub error_handler: Option<ErrorHandler>,
     /// Precision/CPU trade-offs of the timer scheduler.
     pub timer_precision: TimerPrecision,
+    /// While a spin runs, Ctrl-C (SIGINT) shuts the executor down so the spin returns and
+    /// destructors run, as in rclcpp and rclpy; a second Ctrl-C during that ends the process.
+    /// Outside spins Ctrl-C keeps its previous meaning. Default `true`; set `false` to handle
+    /// signals yourself (e.g. with `tokio::signal`).
+    pub handle_sigint: bool,
 }
 
 impl Default for ExecutorOptions {
@@ -76,6 +83,7 @@ impl Default for ExecutorOptions {
             worker_spin: Duration::from_micros(60),
             error_handler: None,
             timer_precision: TimerPrecision::default(),
+            handle_sigint: true,
         }
     }
 }
@@ -86,6 +94,7 @@ impl std::fmt::Debug for ExecutorOptions {
             .field("runtime", &self.runtime)
             .field("worker_spin", &self.worker_spin)
             .field("timer_precision", &self.timer_precision)
+            .field("handle_sigint", &self.handle_sigint)
             .finish_non_exhaustive()
     }
 }
@@ -379,6 +388,12 @@ impl ExecutorShared {
             self.gate.quiesce().await;
             return std::mem::take(&mut *lock(&self.errors));
         }
+        #[cfg(target_os = "linux")]
+        let _sigint = self
+            .options
+            .handle_sigint
+            .then(|| sigint::SigintGuard::install(&self))
+            .flatten();
         let shutdown = self.shutdown_notify.notified();
         let halted = self.halt_notify.notified();
         tokio::pin!(shutdown, halted);

@@ -1,0 +1,160 @@
+//! Ctrl-C while spinning: as in rclcpp and rclpy, SIGINT shuts the spinning executors down, so
+//! `spin` returns and the program's destructors run instead of the process dying mid-callback.
+//!
+//! The handler is installed only while at least one spin with
+//! [`ExecutorOptions::handle_sigint`](super::ExecutorOptions::handle_sigint) runs, and the
+//! previous disposition is restored when the last such spin returns: outside a spin, Ctrl-C does
+//! what it did before (by default, end the process). A second Ctrl-C while the first is still
+//! being handled (a callback that will not return, say) restores the previous disposition and
+//! re-raises the signal, so a stuck program can always be interrupted.
+//!
+//! The handler itself only does async-signal-safe things: an atomic flag and a `write` to a
+//! pipe. A watcher thread, started with the first installation, reads the pipe and shuts the
+//! registered executors down.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use super::ExecutorShared;
+use crate::sync::lock;
+
+/// The executors spinning with SIGINT handling, and how many spins hold the handler.
+struct Registry {
+    spinning: Vec<Weak<ExecutorShared>>,
+    holders: usize,
+    previous: Option<libc::sigaction>,
+}
+
+// SAFETY: `libc::sigaction` is plain data (a handler address, flags and a signal mask); it is
+// only ever handed back to the kernel.
+unsafe impl Send for Registry {}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    spinning: Vec::new(),
+    holders: 0,
+    previous: None,
+});
+
+/// Write end of the watcher's pipe (-1: no watcher yet).
+static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
+/// Set by the handler; cleared by the watcher once it has shut the executors down.
+static PENDING: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_signal: libc::c_int) {
+    if PENDING.swap(true, Ordering::SeqCst) {
+        // Second Ctrl-C before the first was handled: give the signal its old meaning.
+        // SAFETY: `sigaction` and `raise` are async-signal-safe. Reading `REGISTRY` here would
+        // not be, so the default disposition is restored instead of the saved one.
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::raise(libc::SIGINT);
+        }
+        return;
+    }
+    let fd = PIPE_WRITE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        let byte = 1u8;
+        // SAFETY: `write` is async-signal-safe; `byte` outlives the call. A full pipe means a
+        // wake-up is already pending, so the result is ignored.
+        unsafe {
+            libc::write(fd, (&byte as *const u8).cast(), 1);
+        }
+    }
+}
+
+/// Starts the watcher thread and its pipe once.
+fn ensure_watcher() -> std::io::Result<()> {
+    if PIPE_WRITE.load(Ordering::SeqCst) >= 0 {
+        return Ok(());
+    }
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `pipe2` writes two descriptors into the array we pass.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let read_fd = fds[0];
+    std::thread::Builder::new()
+        .name("rclev-sigint".into())
+        .spawn(move || loop {
+            let mut byte = 0u8;
+            // SAFETY: reads at most one byte into `byte`, a valid buffer.
+            let n = unsafe { libc::read(read_fd, (&mut byte as *mut u8).cast(), 1) };
+            if n == 1 {
+                let executors: Vec<_> = lock(&REGISTRY)
+                    .spinning
+                    .iter()
+                    .filter_map(Weak::upgrade)
+                    .collect();
+                tracing::info!(target: "rclev", "SIGINT: shutting down");
+                for e in executors {
+                    e.shutdown();
+                }
+                PENDING.store(false, Ordering::SeqCst);
+            } else if n < 0
+                && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+            {
+                return;
+            }
+        })?;
+    PIPE_WRITE.store(fds[1], Ordering::SeqCst);
+    Ok(())
+}
+
+/// Keeps SIGINT handling installed for one spin of `exec`; restores the previous disposition
+/// when the last such guard drops.
+pub(crate) struct SigintGuard {
+    exec: Weak<ExecutorShared>,
+}
+
+impl SigintGuard {
+    /// Installs (or joins) SIGINT handling for a spin of `exec`. `None` if it cannot be
+    /// installed (then Ctrl-C keeps its previous meaning; the spin itself works on).
+    pub(crate) fn install(exec: &Arc<ExecutorShared>) -> Option<Self> {
+        let mut reg = lock(&REGISTRY);
+        if let Err(e) = ensure_watcher() {
+            tracing::warn!(target: "rclev", "cannot handle Ctrl-C: {e}");
+            return None;
+        }
+        if reg.holders == 0 {
+            // SAFETY: a zeroed `sigaction` is a valid "no handler, no flags, empty mask"
+            // value, filled in below; `on_sigint` has the required `extern "C" fn(c_int)`
+            // signature and only does async-signal-safe work.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as usize;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                let mut previous: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(libc::SIGINT, &action, &mut previous) != 0 {
+                    tracing::warn!(target: "rclev", "cannot handle Ctrl-C: {}", std::io::Error::last_os_error());
+                    return None;
+                }
+                reg.previous = Some(previous);
+            }
+        }
+        reg.holders += 1;
+        reg.spinning.retain(|w| w.strong_count() > 0);
+        reg.spinning.push(Arc::downgrade(exec));
+        Some(Self {
+            exec: Arc::downgrade(exec),
+        })
+    }
+}
+
+impl Drop for SigintGuard {
+    fn drop(&mut self) {
+        let mut reg = lock(&REGISTRY);
+        if let Some(i) = reg.spinning.iter().position(|w| w.ptr_eq(&self.exec)) {
+            reg.spinning.swap_remove(i);
+        }
+        reg.holders -= 1;
+        if reg.holders == 0 {
+            if let Some(previous) = reg.previous.take() {
+                // SAFETY: restores the disposition `sigaction` reported when we installed ours.
+                unsafe {
+                    libc::sigaction(libc::SIGINT, &previous, std::ptr::null_mut());
+                }
+            }
+        }
+    }
+}

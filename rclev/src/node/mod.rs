@@ -147,6 +147,9 @@ impl NodeState {
     pub(crate) fn create(exec: &Arc<ExecutorShared>, options: NodeOptions) -> Result<Node> {
         names::validate_node_name(&options.name)?;
         let namespace = names::normalize_namespace(&options.namespace)?;
+        // Before anything is started: a malformed `--ros-args` rule fails the creation, as in rcl.
+        let mut overrides = parse_ros_args(exec.context.arguments(), &options.name)?;
+        overrides.extend(options.parameter_overrides);
         let source = Arc::new(RosTimeSource::new(Some(Arc::downgrade(&exec.timers.core))));
         exec.life.watch(&source);
         let identity = Arc::new(NodeIdentity {
@@ -156,8 +159,6 @@ impl NodeState {
             namespace,
         });
         let core = WorkerCore::spawn(exec, identity.clone(), Box::new(()))?;
-        let mut overrides = parse_ros_args(exec.context.arguments(), &options.name);
-        overrides.extend(options.parameter_overrides);
         let rosout = if options.enable_rosout {
             let qos = QoSProfile::default().keep_last(1000).transient_local();
             Some(PublisherState::create(&core, "/rosout".qos(qos))?)

@@ -8,6 +8,9 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::sync::lock;
 
+mod args;
+pub use args::{parse_ros_args, ValueParseError};
+
 /// A parameter's value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParameterValue {
@@ -49,87 +52,6 @@ impl ParameterValue {
 
     fn same_type(&self, other: &Self) -> bool {
         std::mem::discriminant(self) == std::mem::discriminant(other)
-    }
-
-    /// Parses a command-line value the way `ros2 run … -p name:=value` does (YAML scalars and
-    /// flow sequences): `true`, `3`, `2.5`, `[1, 2]`, `['a', 'b']`, anything else a string.
-    pub fn parse(text: &str) -> Self {
-        let t = text.trim();
-        if let Some(inner) = t.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-            let items: Vec<ParameterValue> = inner
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(Self::parse)
-                .collect();
-            return Self::array_of(items, inner);
-        }
-        match t {
-            "true" | "True" | "TRUE" => return Self::Bool(true),
-            "false" | "False" | "FALSE" => return Self::Bool(false),
-            _ => {}
-        }
-        if let Ok(i) = t.parse::<i64>() {
-            return Self::Integer(i);
-        }
-        if let Ok(f) = t.parse::<f64>() {
-            return Self::Double(f);
-        }
-        let unquoted = t
-            .strip_prefix('\'')
-            .and_then(|r| r.strip_suffix('\''))
-            .or_else(|| t.strip_prefix('"').and_then(|r| r.strip_suffix('"')))
-            .unwrap_or(t);
-        Self::String(unquoted.to_string())
-    }
-
-    fn array_of(items: Vec<ParameterValue>, raw: &str) -> Self {
-        if items.iter().all(|v| matches!(v, Self::Bool(_))) && !items.is_empty() {
-            return Self::BoolArray(
-                items
-                    .into_iter()
-                    .map(|v| matches!(v, Self::Bool(true)))
-                    .collect(),
-            );
-        }
-        if items.iter().all(|v| matches!(v, Self::Integer(_))) {
-            return Self::IntegerArray(
-                items
-                    .into_iter()
-                    .map(|v| if let Self::Integer(i) = v { i } else { 0 })
-                    .collect(),
-            );
-        }
-        if items
-            .iter()
-            .all(|v| matches!(v, Self::Integer(_) | Self::Double(_)))
-        {
-            return Self::DoubleArray(
-                items
-                    .into_iter()
-                    .map(|v| match v {
-                        Self::Integer(i) => i as f64,
-                        Self::Double(d) => d,
-                        _ => 0.0,
-                    })
-                    .collect(),
-            );
-        }
-        if items.iter().all(|v| matches!(v, Self::String(_))) {
-            return Self::StringArray(
-                items
-                    .into_iter()
-                    .map(|v| {
-                        if let Self::String(s) = v {
-                            s
-                        } else {
-                            String::new()
-                        }
-                    })
-                    .collect(),
-            );
-        }
-        Self::String(format!("[{raw}]"))
     }
 }
 
@@ -510,77 +432,9 @@ fn coerce(value: &ParameterValue, like: &ParameterValue) -> ParameterValue {
     }
 }
 
-/// Parses `--ros-args -p name:=value … [--]` into overrides. Arguments outside `--ros-args`
-/// sections are ignored; `-p` for another node (`node:name:=value`) is kept only for `node`.
-pub fn parse_ros_args<S: AsRef<str>>(args: &[S], node: &str) -> BTreeMap<String, ParameterValue> {
-    let mut out = BTreeMap::new();
-    let mut in_ros_args = false;
-    let mut iter = args.iter().map(AsRef::as_ref);
-    while let Some(arg) = iter.next() {
-        match arg {
-            "--ros-args" => in_ros_args = true,
-            "--" => in_ros_args = false,
-            "-p" | "--param" if in_ros_args => {
-                let Some(assignment) = iter.next() else { break };
-                let Some((lhs, value)) = assignment.split_once(":=") else {
-                    continue;
-                };
-                let name = match lhs.split_once(':') {
-                    Some((target, name)) if target == node => name,
-                    Some(_) => continue,
-                    None => lhs,
-                };
-                out.insert(name.to_string(), ParameterValue::parse(value));
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_command_line_values() {
-        assert_eq!(ParameterValue::parse("true"), ParameterValue::Bool(true));
-        assert_eq!(ParameterValue::parse("42"), ParameterValue::Integer(42));
-        assert_eq!(ParameterValue::parse("2.5"), ParameterValue::Double(2.5));
-        assert_eq!(
-            ParameterValue::parse("'hi'"),
-            ParameterValue::String("hi".into())
-        );
-        assert_eq!(
-            ParameterValue::parse("[1, 2]"),
-            ParameterValue::IntegerArray(vec![1, 2])
-        );
-        assert_eq!(
-            ParameterValue::parse("[1, 2.5]"),
-            ParameterValue::DoubleArray(vec![1.0, 2.5])
-        );
-        assert_eq!(
-            ParameterValue::parse("[a, 'b']"),
-            ParameterValue::StringArray(vec!["a".into(), "b".into()])
-        );
-        let args = [
-            "prog",
-            "--ros-args",
-            "-p",
-            "rate:=10",
-            "-p",
-            "other:x:=1",
-            "-p",
-            "me:name:=bob",
-            "--",
-            "-p",
-            "no:=1",
-        ];
-        let o = parse_ros_args(&args, "me");
-        assert_eq!(o.get("rate"), Some(&ParameterValue::Integer(10)));
-        assert_eq!(o.get("name"), Some(&ParameterValue::String("bob".into())));
-        assert!(!o.contains_key("x") && !o.contains_key("no"));
-    }
 
     #[test]
     fn ranges_types_and_read_only() {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, Weak};
 use crate::sync::lock;
 
 mod args;
+mod range;
 pub use args::{parse_ros_args, ValueParseError};
 
 /// A parameter's value.
@@ -92,7 +93,9 @@ pub struct Range<T> {
     pub from: T,
     /// Largest allowed value.
     pub to: T,
-    /// Allowed values are `from + k·step`; zero allows any value in range.
+    /// Allowed values are `from + k·step` and the two bounds; zero allows any value in range.
+    /// An integer step must not be negative (`IntegerRange.step` is unsigned); a floating-point
+    /// step's sign is ignored (`FloatingPointRange` takes it as a magnitude).
     pub step: T,
 }
 
@@ -130,33 +133,33 @@ impl ParameterDescriptor {
         self
     }
 
+    /// Why the descriptor cannot be declared, if it cannot (a negative integer step, NaN in a
+    /// floating-point range, `from > to`).
+    fn validate(&self) -> Result<(), String> {
+        let integer = self
+            .integer_range
+            .as_ref()
+            .and_then(range::integer_range_error);
+        let floating = self
+            .floating_point_range
+            .as_ref()
+            .and_then(range::floating_point_range_error);
+        integer.or(floating).map_or(Ok(()), Err)
+    }
+
     fn check(&self, value: &ParameterValue) -> Result<(), String> {
-        match (value, &self.integer_range, &self.floating_point_range) {
-            (ParameterValue::Integer(v), Some(r), _) => {
-                let on_step = r.step == 0 || (v - r.from) % r.step == 0 || *v == r.to;
-                if *v < r.from || *v > r.to || !on_step {
-                    return Err(format!(
-                        "{v} is outside [{}, {}] step {}",
-                        r.from, r.to, r.step
-                    ));
-                }
-            }
-            (ParameterValue::Double(v), _, Some(r)) => {
-                let tolerance = 1e-9 * r.step.abs().max(1.0);
-                let on_step = r.step == 0.0 || {
-                    let k = ((v - r.from) / r.step).round();
-                    (r.from + k * r.step - v).abs() <= tolerance || (v - r.to).abs() <= tolerance
-                };
-                if *v < r.from - tolerance || *v > r.to + tolerance || !on_step {
-                    return Err(format!(
-                        "{v} is outside [{}, {}] step {}",
-                        r.from, r.to, r.step
-                    ));
-                }
-            }
-            _ => {}
+        fn outside<T: fmt::Display>(v: &T, r: &Range<T>) -> String {
+            format!("{v} is outside [{}, {}] step {}", r.from, r.to, r.step)
         }
-        Ok(())
+        match (value, &self.integer_range, &self.floating_point_range) {
+            (ParameterValue::Integer(v), Some(r), _) if !range::integer_allowed(*v, r) => {
+                Err(outside(v, r))
+            }
+            (ParameterValue::Double(v), _, Some(r)) if !range::double_allowed(*v, r) => {
+                Err(outside(v, r))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -205,6 +208,15 @@ pub enum ParameterError {
     /// An override given for the parameter cannot be used with its declaration.
     #[error("override for {name:?} is invalid: {reason}")]
     InvalidOverride {
+        /// The parameter.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The descriptor given at declaration cannot be used: a negative integer step
+    /// (`IntegerRange.step` is unsigned), NaN in a floating-point range, or `from > to`.
+    #[error("descriptor of {name:?} is invalid: {reason}")]
+    InvalidDescriptor {
         /// The parameter.
         name: String,
         /// Why.
@@ -262,7 +274,8 @@ impl Parameters {
     }
 
     /// Declares a parameter; an override given at node creation replaces `default`. Returns
-    /// the value in effect.
+    /// the value in effect. A descriptor whose range cannot be used is refused with
+    /// [`ParameterError::InvalidDescriptor`].
     pub fn declare(
         &self,
         name: &str,
@@ -270,6 +283,12 @@ impl Parameters {
         descriptor: ParameterDescriptor,
     ) -> Result<ParameterValue, ParameterError> {
         let default = default.into();
+        descriptor
+            .validate()
+            .map_err(|reason| ParameterError::InvalidDescriptor {
+                name: name.to_string(),
+                reason,
+            })?;
         let mut store = lock(&self.store);
         if store.declared.contains_key(name) {
             return Err(ParameterError::AlreadyDeclared(name.to_string()));
@@ -481,6 +500,36 @@ mod tests {
             Err(ParameterError::AlreadyDeclared(_))
         ));
         assert_eq!(p.get("n"), Some(ParameterValue::Integer(10)));
+    }
+
+    /// Defect 10: with `from = i64::MIN` the step check overflowed (a panic in debug builds);
+    /// a step of -1 panicked in release too (`i64::MIN % -1`).
+    #[test]
+    fn extreme_integer_ranges_and_negative_steps() {
+        let p = Parameters::default();
+        let all = ParameterDescriptor::default().integer_range(i64::MIN, i64::MAX, 2);
+        p.declare("n", 0, all).unwrap();
+        assert!(p.set("n", 0).is_ok());
+        assert!(p.set("n", i64::MAX).is_ok());
+        assert!(matches!(
+            p.set("n", 1),
+            Err(ParameterError::OutOfRange { .. })
+        ));
+        let negative = ParameterDescriptor::default().integer_range(i64::MIN, i64::MAX, -1);
+        assert!(matches!(
+            p.declare("m", 0, negative),
+            Err(ParameterError::InvalidDescriptor { .. })
+        ));
+        let nan = ParameterDescriptor::default().floating_point_range(0.0, 1.0, f64::NAN);
+        assert!(matches!(
+            p.declare("d", 0.5, nan),
+            Err(ParameterError::InvalidDescriptor { .. })
+        ));
+        let unit = ParameterDescriptor::default().floating_point_range(0.0, 1.0, 0.0);
+        p.declare("g", 0.5, unit).unwrap();
+        assert!(p.set("g", f64::NAN).is_err(), "NaN is in no range");
+        assert!(p.set("g", f64::INFINITY).is_err());
+        assert!(p.names().iter().all(|n| n != "m" && n != "d"));
     }
 
     #[test]

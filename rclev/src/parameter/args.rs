@@ -56,7 +56,8 @@ impl ParameterValue {
     }
 
     /// The lenient form of [`try_parse`](Self::try_parse): text it refuses is taken as a
-    /// string, as it is written.
+    /// string, as written (trimmed), which is what this function returned for such text before
+    /// `try_parse` existed.
     pub fn parse(text: &str) -> Self {
         Self::try_parse(text).unwrap_or_else(|_| Self::String(text.trim().to_string()))
     }

@@ -115,6 +115,15 @@ pub enum Error {
     /// A one-time value (e.g. a goal's result or feedback stream) was already taken.
     #[error("{0} was already taken")]
     AlreadyTaken(&'static str),
+    /// A command-line argument that cannot be used, such as a malformed `--ros-args -p` rule.
+    /// Like rcl, rclev refuses to create a node from such arguments rather than ignore them.
+    #[error("invalid argument {argument:?}: {reason}")]
+    InvalidArgument {
+        /// The flag and its rule as given (only the first 200 bytes of a long rule).
+        argument: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A timer period that cannot be scheduled (zero or negative for a repeating timer).
     #[error("invalid timer period {0:?}")]
     InvalidPeriod(std::time::Duration),

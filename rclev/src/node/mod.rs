@@ -148,6 +148,9 @@ impl NodeState {
         names::validate_node_name(&options.name)?;
         let namespace = names::normalize_namespace(&options.namespace)?;
         exec.check_running()?;
+        // Before anything is started: a malformed `--ros-args` rule fails the creation, as in rcl.
+        let mut overrides = parse_ros_args(exec.context.arguments(), &options.name)?;
+        overrides.extend(options.parameter_overrides);
         let source = Arc::new(RosTimeSource::new(Some(Arc::downgrade(&exec.timers.core))));
         let weak_exec = Arc::downgrade(exec);
         source.set_reporter(Box::new(move |e| match weak_exec.upgrade() {
@@ -162,8 +165,6 @@ impl NodeState {
             namespace,
         });
         let core = WorkerCore::spawn(exec, identity.clone(), Box::new(()))?;
-        let mut overrides = parse_ros_args(exec.context.arguments(), &options.name);
-        overrides.extend(options.parameter_overrides);
         let rosout = if options.enable_rosout {
             let qos = QoSProfile::default().keep_last(1000).transient_local();
             Some(PublisherState::create(&core, "/rosout".qos(qos))?)

@@ -8,6 +8,10 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::sync::lock;
 
+mod args;
+mod range;
+pub use args::{parse_ros_args, ValueParseError};
+
 /// A parameter's value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParameterValue {
@@ -50,87 +54,6 @@ impl ParameterValue {
     fn same_type(&self, other: &Self) -> bool {
         std::mem::discriminant(self) == std::mem::discriminant(other)
     }
-
-    /// Parses a command-line value the way `ros2 run … -p name:=value` does (YAML scalars and
-    /// flow sequences): `true`, `3`, `2.5`, `[1, 2]`, `['a', 'b']`, anything else a string.
-    pub fn parse(text: &str) -> Self {
-        let t = text.trim();
-        if let Some(inner) = t.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
-            let items: Vec<ParameterValue> = inner
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(Self::parse)
-                .collect();
-            return Self::array_of(items, inner);
-        }
-        match t {
-            "true" | "True" | "TRUE" => return Self::Bool(true),
-            "false" | "False" | "FALSE" => return Self::Bool(false),
-            _ => {}
-        }
-        if let Ok(i) = t.parse::<i64>() {
-            return Self::Integer(i);
-        }
-        if let Ok(f) = t.parse::<f64>() {
-            return Self::Double(f);
-        }
-        let unquoted = t
-            .strip_prefix('\'')
-            .and_then(|r| r.strip_suffix('\''))
-            .or_else(|| t.strip_prefix('"').and_then(|r| r.strip_suffix('"')))
-            .unwrap_or(t);
-        Self::String(unquoted.to_string())
-    }
-
-    fn array_of(items: Vec<ParameterValue>, raw: &str) -> Self {
-        if items.iter().all(|v| matches!(v, Self::Bool(_))) && !items.is_empty() {
-            return Self::BoolArray(
-                items
-                    .into_iter()
-                    .map(|v| matches!(v, Self::Bool(true)))
-                    .collect(),
-            );
-        }
-        if items.iter().all(|v| matches!(v, Self::Integer(_))) {
-            return Self::IntegerArray(
-                items
-                    .into_iter()
-                    .map(|v| if let Self::Integer(i) = v { i } else { 0 })
-                    .collect(),
-            );
-        }
-        if items
-            .iter()
-            .all(|v| matches!(v, Self::Integer(_) | Self::Double(_)))
-        {
-            return Self::DoubleArray(
-                items
-                    .into_iter()
-                    .map(|v| match v {
-                        Self::Integer(i) => i as f64,
-                        Self::Double(d) => d,
-                        _ => 0.0,
-                    })
-                    .collect(),
-            );
-        }
-        if items.iter().all(|v| matches!(v, Self::String(_))) {
-            return Self::StringArray(
-                items
-                    .into_iter()
-                    .map(|v| {
-                        if let Self::String(s) = v {
-                            s
-                        } else {
-                            String::new()
-                        }
-                    })
-                    .collect(),
-            );
-        }
-        Self::String(format!("[{raw}]"))
-    }
 }
 
 impl fmt::Display for ParameterValue {
@@ -170,7 +93,9 @@ pub struct Range<T> {
     pub from: T,
     /// Largest allowed value.
     pub to: T,
-    /// Allowed values are `from + k·step`; zero allows any value in range.
+    /// Allowed values are `from + k·step` and the two bounds; zero allows any value in range.
+    /// An integer step must not be negative (`IntegerRange.step` is unsigned); a floating-point
+    /// step's sign is ignored (`FloatingPointRange` takes it as a magnitude).
     pub step: T,
 }
 
@@ -208,33 +133,33 @@ impl ParameterDescriptor {
         self
     }
 
+    /// Why the descriptor cannot be declared, if it cannot (a negative integer step, NaN in a
+    /// floating-point range, `from > to`).
+    fn validate(&self) -> Result<(), String> {
+        let integer = self
+            .integer_range
+            .as_ref()
+            .and_then(range::integer_range_error);
+        let floating = self
+            .floating_point_range
+            .as_ref()
+            .and_then(range::floating_point_range_error);
+        integer.or(floating).map_or(Ok(()), Err)
+    }
+
     fn check(&self, value: &ParameterValue) -> Result<(), String> {
-        match (value, &self.integer_range, &self.floating_point_range) {
-            (ParameterValue::Integer(v), Some(r), _) => {
-                let on_step = r.step == 0 || (v - r.from) % r.step == 0 || *v == r.to;
-                if *v < r.from || *v > r.to || !on_step {
-                    return Err(format!(
-                        "{v} is outside [{}, {}] step {}",
-                        r.from, r.to, r.step
-                    ));
-                }
-            }
-            (ParameterValue::Double(v), _, Some(r)) => {
-                let tolerance = 1e-9 * r.step.abs().max(1.0);
-                let on_step = r.step == 0.0 || {
-                    let k = ((v - r.from) / r.step).round();
-                    (r.from + k * r.step - v).abs() <= tolerance || (v - r.to).abs() <= tolerance
-                };
-                if *v < r.from - tolerance || *v > r.to + tolerance || !on_step {
-                    return Err(format!(
-                        "{v} is outside [{}, {}] step {}",
-                        r.from, r.to, r.step
-                    ));
-                }
-            }
-            _ => {}
+        fn outside<T: fmt::Display>(v: &T, r: &Range<T>) -> String {
+            format!("{v} is outside [{}, {}] step {}", r.from, r.to, r.step)
         }
-        Ok(())
+        match (value, &self.integer_range, &self.floating_point_range) {
+            (ParameterValue::Integer(v), Some(r), _) if !range::integer_allowed(*v, r) => {
+                Err(outside(v, r))
+            }
+            (ParameterValue::Double(v), _, Some(r)) if !range::double_allowed(*v, r) => {
+                Err(outside(v, r))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -283,6 +208,15 @@ pub enum ParameterError {
     /// An override given for the parameter cannot be used with its declaration.
     #[error("override for {name:?} is invalid: {reason}")]
     InvalidOverride {
+        /// The parameter.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The descriptor given at declaration cannot be used: a negative integer step
+    /// (`IntegerRange.step` is unsigned), NaN in a floating-point range, or `from > to`.
+    #[error("descriptor of {name:?} is invalid: {reason}")]
+    InvalidDescriptor {
         /// The parameter.
         name: String,
         /// Why.
@@ -341,7 +275,8 @@ impl Parameters {
     }
 
     /// Declares a parameter; an override given at node creation replaces `default`. Returns
-    /// the value in effect.
+    /// the value in effect. A descriptor whose range cannot be used is refused with
+    /// [`ParameterError::InvalidDescriptor`].
     pub fn declare(
         &self,
         name: &str,
@@ -349,6 +284,12 @@ impl Parameters {
         descriptor: ParameterDescriptor,
     ) -> Result<ParameterValue, ParameterError> {
         let default = default.into();
+        descriptor
+            .validate()
+            .map_err(|reason| ParameterError::InvalidDescriptor {
+                name: name.to_string(),
+                reason,
+            })?;
         let mut store = lock(&self.store);
         if store.declared.contains_key(name) {
             return Err(ParameterError::AlreadyDeclared(name.to_string()));
@@ -511,77 +452,9 @@ fn coerce(value: &ParameterValue, like: &ParameterValue) -> ParameterValue {
     }
 }
 
-/// Parses `--ros-args -p name:=value … [--]` into overrides. Arguments outside `--ros-args`
-/// sections are ignored; `-p` for another node (`node:name:=value`) is kept only for `node`.
-pub fn parse_ros_args<S: AsRef<str>>(args: &[S], node: &str) -> BTreeMap<String, ParameterValue> {
-    let mut out = BTreeMap::new();
-    let mut in_ros_args = false;
-    let mut iter = args.iter().map(AsRef::as_ref);
-    while let Some(arg) = iter.next() {
-        match arg {
-            "--ros-args" => in_ros_args = true,
-            "--" => in_ros_args = false,
-            "-p" | "--param" if in_ros_args => {
-                let Some(assignment) = iter.next() else { break };
-                let Some((lhs, value)) = assignment.split_once(":=") else {
-                    continue;
-                };
-                let name = match lhs.split_once(':') {
-                    Some((target, name)) if target == node => name,
-                    Some(_) => continue,
-                    None => lhs,
-                };
-                out.insert(name.to_string(), ParameterValue::parse(value));
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_command_line_values() {
-        assert_eq!(ParameterValue::parse("true"), ParameterValue::Bool(true));
-        assert_eq!(ParameterValue::parse("42"), ParameterValue::Integer(42));
-        assert_eq!(ParameterValue::parse("2.5"), ParameterValue::Double(2.5));
-        assert_eq!(
-            ParameterValue::parse("'hi'"),
-            ParameterValue::String("hi".into())
-        );
-        assert_eq!(
-            ParameterValue::parse("[1, 2]"),
-            ParameterValue::IntegerArray(vec![1, 2])
-        );
-        assert_eq!(
-            ParameterValue::parse("[1, 2.5]"),
-            ParameterValue::DoubleArray(vec![1.0, 2.5])
-        );
-        assert_eq!(
-            ParameterValue::parse("[a, 'b']"),
-            ParameterValue::StringArray(vec!["a".into(), "b".into()])
-        );
-        let args = [
-            "prog",
-            "--ros-args",
-            "-p",
-            "rate:=10",
-            "-p",
-            "other:x:=1",
-            "-p",
-            "me:name:=bob",
-            "--",
-            "-p",
-            "no:=1",
-        ];
-        let o = parse_ros_args(&args, "me");
-        assert_eq!(o.get("rate"), Some(&ParameterValue::Integer(10)));
-        assert_eq!(o.get("name"), Some(&ParameterValue::String("bob".into())));
-        assert!(!o.contains_key("x") && !o.contains_key("no"));
-    }
 
     #[test]
     fn ranges_types_and_read_only() {
@@ -628,6 +501,36 @@ mod tests {
             Err(ParameterError::AlreadyDeclared(_))
         ));
         assert_eq!(p.get("n"), Some(ParameterValue::Integer(10)));
+    }
+
+    /// Defect 10: with `from = i64::MIN` the step check overflowed (a panic in debug builds);
+    /// a step of -1 panicked in release too (`i64::MIN % -1`).
+    #[test]
+    fn extreme_integer_ranges_and_negative_steps() {
+        let p = Parameters::default();
+        let all = ParameterDescriptor::default().integer_range(i64::MIN, i64::MAX, 2);
+        p.declare("n", 0, all).unwrap();
+        assert!(p.set("n", 0).is_ok());
+        assert!(p.set("n", i64::MAX).is_ok());
+        assert!(matches!(
+            p.set("n", 1),
+            Err(ParameterError::OutOfRange { .. })
+        ));
+        let negative = ParameterDescriptor::default().integer_range(i64::MIN, i64::MAX, -1);
+        assert!(matches!(
+            p.declare("m", 0, negative),
+            Err(ParameterError::InvalidDescriptor { .. })
+        ));
+        let nan = ParameterDescriptor::default().floating_point_range(0.0, 1.0, f64::NAN);
+        assert!(matches!(
+            p.declare("d", 0.5, nan),
+            Err(ParameterError::InvalidDescriptor { .. })
+        ));
+        let unit = ParameterDescriptor::default().floating_point_range(0.0, 1.0, 0.0);
+        p.declare("g", 0.5, unit).unwrap();
+        assert!(p.set("g", f64::NAN).is_err(), "NaN is in no range");
+        assert!(p.set("g", f64::INFINITY).is_err());
+        assert!(p.names().iter().all(|n| n != "m" && n != "d"));
     }
 
     #[test]

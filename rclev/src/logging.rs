@@ -12,6 +12,11 @@
 //! assert_eq!(records[0].severity, LogSeverity::Info);
 //! ```
 //!
+//! Records go to `tracing` (target `rclev::log`). Until the program installs a `tracing`
+//! subscriber, they are also printed on stderr the way the ROS 2 console prints them
+//! (`[INFO] [1700000000.000000000] [talker]: hello`), so node logs show by default; installing
+//! a subscriber (e.g. `tracing_subscriber::fmt().init()`) hands them over to it.
+//!
 //! A capture belongs to one logger: it sees every record of that logger, from any thread,
 //! and takes nothing away from `/rosout`, `tracing` or other captures, so captures in tests
 //! running in parallel do not interfere.
@@ -40,6 +45,19 @@ pub enum LogSeverity {
     Error = 40,
     /// Fatal.
     Fatal = 50,
+}
+
+impl LogSeverity {
+    /// The label the ROS 2 console prints (`INFO`, `WARN`…).
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Debug => "DEBUG",
+            Self::Info => "INFO",
+            Self::Warn => "WARN",
+            Self::Error => "ERROR",
+            Self::Fatal => "FATAL",
+        }
+    }
 }
 
 /// One log record.
@@ -172,6 +190,18 @@ impl Logger {
             }
         }
         let stamp = self.shared.clock.now();
+        if !tracing::dispatcher::has_been_set() {
+            // Nobody installed a `tracing` subscriber: print as the ROS 2 console does, so node
+            // logs show by default. A program's own subscriber takes over from this.
+            eprintln!(
+                "[{}] [{}.{:09}] [{}]: {}",
+                severity.label(),
+                stamp.nanos.div_euclid(1_000_000_000),
+                stamp.nanos.rem_euclid(1_000_000_000),
+                name,
+                message
+            );
+        }
         if let Some(rosout) = &self.shared.rosout {
             let _ = rosout.publish(Log {
                 stamp: stamp.to_msg(),

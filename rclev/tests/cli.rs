@@ -205,3 +205,41 @@ fn demo_fibonacci_prints_feedback_and_result() {
     assert!(!rejected.status.success());
     assert!(String::from_utf8_lossy(&rejected.stderr).contains("rejected"));
 }
+
+/// Ctrl-C while the CLI spins shuts the executor down: the command prints its summary and
+/// exits successfully instead of dying on the signal.
+#[test]
+fn ctrl_c_ends_a_spinning_command_cleanly() {
+    use std::io::{BufRead, BufReader};
+    let mut child = rclev()
+        .args(["demo", "talker-listener", "--secs", "60", "--rate", "50"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Spinning: the listener has heard something.
+    for line in lines.by_ref() {
+        if line.unwrap().contains("I heard") {
+            break;
+        }
+    }
+    // SAFETY: sends SIGINT to our own child process, which is still running (it has not been
+    // waited for).
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "no exit after Ctrl-C");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert!(status.success(), "{status:?}");
+    let last = rest.last().expect("no summary after Ctrl-C");
+    assert!(last.starts_with("sent "), "{last}");
+}

@@ -204,3 +204,42 @@ fn rosout_can_be_turned_off_per_node() {
 fn assert_no_errors(errors: Vec<rclev::Error>) {
     assert!(errors.is_empty(), "{errors:?}");
 }
+
+/// Runs inside a child process started by `node_logs_reach_the_console_without_a_subscriber`:
+/// no `tracing` subscriber is installed there.
+#[test]
+fn console_logging_child() {
+    if std::env::var_os("RCLEV_CONSOLE_CHILD").is_none() {
+        return;
+    }
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("console_talker").unwrap();
+    rclev::log_info!(node, "hello from {}", "rclev");
+    rclev::log_debug!(node, "not shown at the default level");
+}
+
+#[test]
+fn node_logs_reach_the_console_without_a_subscriber() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "console_logging_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("RCLEV_CONSOLE_CHILD", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("[console_talker]"))
+        .unwrap_or_else(|| panic!("no console line in: {stderr}"));
+    assert!(line.starts_with("[INFO] ["), "{line}");
+    assert!(
+        line.ends_with("[console_talker]: hello from rclev"),
+        "{line}"
+    );
+    assert!(!stderr.contains("not shown"), "{stderr}");
+}

@@ -48,12 +48,8 @@ pub fn talker_listener(secs: f64, rate: f64) -> Result {
         }
         c.halt_spinning();
     });
-    let ctrl_c = executor.commands();
-    executor.runtime_handle().spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            ctrl_c.shutdown();
-        }
-    });
+    // Ctrl-C shuts the executor down (ExecutorOptions::handle_sigint): the spin returns, the
+    // talker sees it, and the summary below is still printed.
     let errors = executor.spin(SpinOptions::default());
     let _ = talker_thread.join();
     // Take what was published just before the halt.
@@ -114,12 +110,7 @@ pub fn fibonacci(order: i32, step_ms: u64) -> Result {
         Ok::<_, rclev::Error>(())
     };
     let (tx, rx) = std::sync::mpsc::channel();
-    let ctrl_c = executor.commands();
-    executor.runtime_handle().spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            ctrl_c.shutdown();
-        }
-    });
+    // Ctrl-C shuts the executor down while it spins (ExecutorOptions::handle_sigint).
     crate::report_spin(
         executor.spin(SpinOptions::default().until_promise_resolved(async move {
             let _ = tx.send(done.await);

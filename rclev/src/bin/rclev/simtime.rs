@@ -100,12 +100,7 @@ pub fn run_clock(scale: f64, rate: f64, secs: f64, pause_after: Option<f64>) -> 
             None => String::new(),
         }
     );
-    let ctrl_c = executor.commands();
-    executor.runtime_handle().spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            ctrl_c.shutdown();
-        }
-    });
+    // Ctrl-C shuts the executor down while it spins (ExecutorOptions::handle_sigint).
     crate::report_spin(
         executor.spin(SpinOptions::default().timeout(Duration::from_secs_f64(secs))),
     );

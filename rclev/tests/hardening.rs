@@ -753,3 +753,50 @@ fn timers_created_during_a_switch_to_sim_time_follow_clock() {
         "timers left on the wall clock"
     );
 }
+
+// Guard conditions follow the same rule as timers and subscriptions: once the drop returned,
+// the callback never starts again.
+
+#[test]
+fn no_guard_condition_callback_starts_after_drop_returned() {
+    use std::sync::atomic::AtomicBool;
+    let executor = Arc::new(Context::default().create_basic_executor());
+    let node = executor.create_node("guards").unwrap();
+    let e = executor.clone();
+    let spinner = std::thread::spawn(move || {
+        e.spin(SpinOptions::default().timeout(Duration::from_secs(60)))
+    });
+    let late = Arc::new(AtomicU64::new(0));
+    for _ in 0..1000 {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let runs = Arc::new(AtomicU64::new(0));
+        let (d, l, r) = (dropped.clone(), late.clone(), runs.clone());
+        let guard = node
+            .create_guard_condition(move || {
+                if d.load(Ordering::SeqCst) {
+                    l.fetch_add(1, Ordering::SeqCst);
+                }
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        let trigger = guard.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let triggerer = std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                trigger.trigger();
+                std::thread::yield_now();
+            }
+        });
+        while runs.load(Ordering::SeqCst) < 2 {
+            std::thread::yield_now();
+        }
+        stop.store(true, Ordering::SeqCst);
+        triggerer.join().unwrap();
+        drop(guard);
+        dropped.store(true, Ordering::SeqCst);
+    }
+    executor.commands().shutdown();
+    assert!(spinner.join().unwrap().is_empty());
+    assert_eq!(late.load(Ordering::SeqCst), 0);
+}

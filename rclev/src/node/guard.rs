@@ -7,12 +7,23 @@ use super::callback::Callback;
 use super::worker::WorkerCore;
 use crate::error::Result;
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
+use crate::executor::fence::CallGate;
 use crate::sync::lock;
 
 /// A guard condition: [`trigger`](Self::trigger) it from any thread and its callback runs on
-/// its worker. Triggers that arrive before the callback runs merge into one run.
+/// its worker. Triggers that arrive before the callback runs merge into one run. Once the last
+/// handle's drop has returned, the callback is not running (unless the drop came from the
+/// callback itself) and never starts again.
 pub struct GuardConditionState {
+    entity: Arc<GuardEntity>,
+}
+
+/// What the worker runs; referenced by the worker only while it executes.
+struct GuardEntity {
     triggered: AtomicBool,
+    /// Set when the user's handle is dropped.
+    closed: AtomicBool,
+    gate: CallGate,
     dispatch: Arc<EntityDispatch>,
     callback: Mutex<Callback<()>>,
     worker: Arc<WorkerCore>,
@@ -27,35 +38,46 @@ pub(crate) fn create_guard_condition(
 ) -> Result<GuardCondition> {
     core.exec.check_running()?;
     let dispatch = EntityDispatch::unbound(core.mailbox.clone());
-    let guard = Arc::new(GuardConditionState {
+    let guard = Arc::new(GuardEntity {
         triggered: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+        gate: CallGate::default(),
         dispatch: dispatch.clone(),
         callback: Mutex::new(callback),
         worker: core.clone(),
     });
     let entity: Arc<dyn Executable> = guard.clone();
     dispatch.bind(Arc::downgrade(&entity), false);
-    Ok(crate::Handle::from_arc(guard))
+    Ok(crate::Handle::new(GuardConditionState { entity: guard }))
 }
 
 impl GuardConditionState {
     /// Triggers the guard condition.
     pub fn trigger(&self) {
-        self.triggered.store(true, Ordering::Release);
-        self.dispatch.notify();
+        self.entity.triggered.store(true, Ordering::Release);
+        self.entity.dispatch.notify();
     }
 }
 
-impl Executable for GuardConditionState {
+impl Drop for GuardConditionState {
+    fn drop(&mut self) {
+        let e = &self.entity;
+        e.closed.store(true, Ordering::SeqCst);
+        e.gate.wait_out(e.worker.is_current());
+    }
+}
+
+impl Executable for GuardEntity {
     fn execute(&self, cx: &mut ExecContext<'_>) {
         if self.triggered.swap(false, Ordering::AcqRel) {
+            let still_open = || !self.closed.load(Ordering::SeqCst);
             let _ = lock(&self.callback).call(
                 cx,
                 "guard condition",
                 &self.worker.exec,
                 (),
-                None,
-                || true,
+                Some(&self.gate),
+                still_open,
             );
         }
     }
@@ -67,7 +89,7 @@ impl Executable for GuardConditionState {
 impl std::fmt::Debug for GuardConditionState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GuardCondition")
-            .field("triggered", &self.triggered.load(Ordering::Relaxed))
+            .field("triggered", &self.entity.triggered.load(Ordering::Relaxed))
             .finish()
     }
 }

@@ -763,9 +763,8 @@ fn no_guard_condition_callback_starts_after_drop_returned() {
     let executor = Arc::new(Context::default().create_basic_executor());
     let node = executor.create_node("guards").unwrap();
     let e = executor.clone();
-    let spinner = std::thread::spawn(move || {
-        e.spin(SpinOptions::default().timeout(Duration::from_secs(60)))
-    });
+    let spinner =
+        std::thread::spawn(move || e.spin(SpinOptions::default().timeout(Duration::from_secs(60))));
     let late = Arc::new(AtomicU64::new(0));
     for _ in 0..1000 {
         let dropped = Arc::new(AtomicBool::new(false));
@@ -799,4 +798,84 @@ fn no_guard_condition_callback_starts_after_drop_returned() {
     executor.commands().shutdown();
     assert!(spinner.join().unwrap().is_empty());
     assert_eq!(late.load(Ordering::SeqCst), 0);
+}
+
+// Ctrl-C: a spin ends cleanly on SIGINT; a second SIGINT ends a program whose callback is stuck.
+
+/// Runs in a child process started by `ctrl_c_*` below.
+#[test]
+fn sigint_child() {
+    let Some(mode) = std::env::var_os("RCLEV_SIGINT_CHILD") else {
+        return;
+    };
+    let stuck = mode == "stuck";
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("sigint").unwrap();
+    let mut first = true;
+    let _timer = node
+        .create_timer_repeating(Duration::from_millis(1), move || {
+            if first {
+                first = false;
+                println!("ready");
+                use std::io::Write;
+                std::io::stdout().flush().unwrap();
+            }
+            while stuck {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+        .unwrap();
+    let errors = executor.spin(SpinOptions::default().timeout(Duration::from_secs(60)));
+    println!("spin returned: {errors:?}");
+}
+
+/// Starts `sigint_child` in `mode`, sends it `signals` SIGINTs 200 ms apart once it is ready,
+/// and returns its exit status and stdout.
+fn run_sigint_child(mode: &str, signals: usize) -> (std::process::ExitStatus, String) {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "sigint_child", "--nocapture", "--test-threads=1"])
+        .env("RCLEV_SIGINT_CHILD", mode)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("ready") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "child ended early");
+    }
+    for _ in 0..signals {
+        // SAFETY: signals our own child, which has not been waited for yet.
+        assert_eq!(
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+            0
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status, rest);
+        }
+        assert!(std::time::Instant::now() < deadline, "child still running");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn ctrl_c_ends_the_spin_cleanly() {
+    let (status, out) = run_sigint_child("normal", 1);
+    assert!(status.success(), "{status:?}");
+    assert!(out.contains("spin returned: []"), "{out}");
+}
+
+#[test]
+fn a_second_ctrl_c_ends_a_stuck_program() {
+    use std::os::unix::process::ExitStatusExt;
+    let (status, out) = run_sigint_child("stuck", 2);
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {out}");
 }

@@ -5,8 +5,9 @@
 //! [`ExecutorOptions::handle_sigint`](super::ExecutorOptions::handle_sigint) runs, and the
 //! previous disposition is restored when the last such spin returns: outside a spin, Ctrl-C does
 //! what it did before (by default, end the process). A second Ctrl-C while the first is still
-//! being handled (a callback that will not return, say) restores the previous disposition and
-//! re-raises the signal, so a stuck program can always be interrupted.
+//! being handled (while the spins still wind down: a callback that will not return, say) restores
+//! the default disposition and re-raises the signal, so a stuck program can always be
+//! interrupted.
 //!
 //! The handler itself only does async-signal-safe things: an atomic flag and a `write` to a
 //! pipe. A watcher thread, started with the first installation, reads the pipe and shuts the
@@ -37,7 +38,8 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
 
 /// Write end of the watcher's pipe (-1: no watcher yet).
 static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
-/// Set by the handler; cleared by the watcher once it has shut the executors down.
+/// Set by the handler; cleared when the last handling spin returns, so a second Ctrl-C while
+/// a spin is still winding down (a callback that does not return) ends the process.
 static PENDING: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_sigint(_signal: libc::c_int) {
@@ -89,7 +91,6 @@ fn ensure_watcher() -> std::io::Result<()> {
                 for e in executors {
                     e.shutdown();
                 }
-                PENDING.store(false, Ordering::SeqCst);
             } else if n < 0
                 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
             {
@@ -149,6 +150,7 @@ impl Drop for SigintGuard {
         }
         reg.holders -= 1;
         if reg.holders == 0 {
+            PENDING.store(false, Ordering::SeqCst);
             if let Some(previous) = reg.previous.take() {
                 // SAFETY: restores the disposition `sigaction` reported when we installed ours.
                 unsafe {

@@ -820,8 +820,11 @@ fn sigint_child() {
                 use std::io::Write;
                 std::io::stdout().flush().unwrap();
             }
-            while stuck {
-                std::thread::sleep(Duration::from_millis(10));
+            if stuck {
+                // A callback that never returns: the spin cannot wind down.
+                loop {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
             }
         })
         .unwrap();

@@ -198,19 +198,19 @@ fn run_batch(
             mailbox.requeue_front(std::iter::once(item).chain(items));
             return;
         }
+        let mut cx = ExecContext {
+            payload: &mut *payload,
+            spawned: &mut *spawned,
+            report,
+            fence: &mailbox.fence,
+            shut_down: &|| exec.is_shut_down(),
+        };
         match item {
             MailItem::Entity(weak) => {
                 let Some(entity) = weak.upgrade() else {
                     continue;
                 };
                 entity.dispatch().begin();
-                let mut cx = ExecContext {
-                    payload: &mut *payload,
-                    spawned: &mut *spawned,
-                    report,
-                    fence: &mailbox.fence,
-                    shut_down: &|| exec.is_shut_down(),
-                };
                 // User callbacks are guarded inside `execute`; this catches a panic in rclev's
                 // own entity code, which would otherwise end the worker's task without a word.
                 if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -223,14 +223,9 @@ fn run_batch(
                 }
             }
             MailItem::Job(job) => {
-                if let Err(p) =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut *payload)))
-                {
-                    report(Error::CallbackPanicked {
-                        entity: "worker job".into(),
-                        message: panic_message(&*p),
-                    });
-                }
+                // A job is user code too: started through the fence like a callback. Refused only after shutdown; dropping the job then fails its `run` future
+                // with `Error::Shutdown`.
+                let _ = cx.start("worker job", || true, job);
             }
         }
     }

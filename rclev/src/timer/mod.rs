@@ -638,7 +638,9 @@ impl Executable for TimerCore {
         let Some(cb) = callback.as_mut() else {
             return;
         };
-        let not_stopped = || self.stops.load(Ordering::SeqCst) == stops;
+        // `dropped` too: a drop before `stops` was noted leaves the tick taken here current.
+        let not_stopped =
+            || !self.dropped.load(Ordering::SeqCst) && self.stops.load(Ordering::SeqCst) == stops;
         let _ = cb.call(
             cx,
             "timer",
@@ -671,7 +673,7 @@ impl Drop for TimerState {
         // First, so the scheduler can no longer pick this timer up.
         {
             let lane = lock(&t.lane);
-            t.dropped.store(true, Ordering::Release);
+            t.dropped.store(true, Ordering::SeqCst);
             match *lane {
                 Lane::Wall(id) => t.sched.remove(id),
                 Lane::Sim(id) => t.sched.sim_remove(t.sim_lane(), id),

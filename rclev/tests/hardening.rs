@@ -882,3 +882,19 @@ fn a_second_ctrl_c_ends_a_stuck_program() {
     let (status, out) = run_sigint_child("stuck", 2);
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {out}");
 }
+
+#[test]
+fn subscription_streams_end_after_shutdown() {
+    use futures::StreamExt;
+    use rclev::msg::Int64;
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("streams").unwrap();
+    let mut stream = node.create_subscription_stream::<Int64>("s").unwrap();
+    let publisher = node.create_publisher::<Int64>("s").unwrap();
+    publisher.publish(Int64 { data: 1 }).unwrap();
+    executor.shutdown();
+    // What was queued before the shutdown is still taken; then the stream ends.
+    assert_eq!(resolve(stream.next()).map(|m| m.data), Some(1));
+    assert!(resolve(stream.next()).is_none());
+    assert!(resolve(stream.recv()).is_none());
+}

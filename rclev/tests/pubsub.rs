@@ -237,7 +237,7 @@ async fn subscription_stream_is_awaitable_without_spinning() {
         }
     });
     for i in 0..500 {
-        assert_eq!(stream.recv().await.data, i);
+        assert_eq!(stream.recv().await.unwrap().data, i);
     }
     for i in 500..1000 {
         assert_eq!(stream.next().await.unwrap().data, i);

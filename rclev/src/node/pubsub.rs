@@ -204,7 +204,8 @@ impl ReadyHook for StreamHook {
 }
 
 /// A subscription consumed by `.await`ing it instead of through a callback: messages arrive
-/// without the executor spinning.
+/// without the executor spinning. The stream ends (`None`) once the executor has shut down and
+/// the messages queued before have been taken.
 ///
 /// ```
 /// # #[tokio::main(flavor = "multi_thread")]
@@ -223,6 +224,8 @@ impl ReadyHook for StreamHook {
 pub struct SubscriptionStream<T: Message> {
     port: Arc<dyn SubscriptionPort>,
     hook: Arc<StreamHook>,
+    /// Resolves when the executor shuts down; `None` once it has.
+    ended: Option<futures::future::BoxFuture<'static, ()>>,
     _type: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -235,15 +238,18 @@ impl<T: Message> SubscriptionStream<T> {
             .context
             .transport()
             .create_subscription(&endpoint, hook.clone())?;
+        let life = core.exec.life.clone();
         Ok(Self {
             port,
             hook,
+            ended: Some(Box::pin(async move { life.ended().await })),
             _type: std::marker::PhantomData,
         })
     }
 
-    /// Waits for the next message.
-    pub async fn recv(&mut self) -> Arc<T> {
+    /// Waits for the next message; `None` once the executor has shut down and nothing is
+    /// queued.
+    pub async fn recv(&mut self) -> Option<Arc<T>> {
         std::future::poll_fn(|cx| self.poll_take(cx)).await
     }
 
@@ -257,24 +263,32 @@ impl<T: Message> SubscriptionStream<T> {
         self.port.lost_count()
     }
 
-    fn poll_take(&self, cx: &mut TaskContext<'_>) -> Poll<Arc<T>> {
+    fn poll_take(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<Arc<T>>> {
         if let Some((p, _)) = self.port.take() {
-            return Poll::Ready(downcast::<T>(p));
+            return Poll::Ready(Some(downcast::<T>(p)));
         }
         self.hook.waker.register(cx.waker());
         // Re-checked after registering: a message that landed in between would otherwise
         // have woken nobody.
-        match self.port.take() {
-            Some((p, _)) => Poll::Ready(downcast::<T>(p)),
-            None => Poll::Pending,
+        if let Some((p, _)) = self.port.take() {
+            return Poll::Ready(Some(downcast::<T>(p)));
         }
+        let still_running = match &mut self.ended {
+            Some(ended) => ended.as_mut().poll(cx).is_pending(),
+            None => false,
+        };
+        if still_running {
+            return Poll::Pending;
+        }
+        self.ended = None;
+        Poll::Ready(None)
     }
 }
 
 impl<T: Message> Stream for SubscriptionStream<T> {
     type Item = Arc<T>;
-    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Arc<T>>> {
-        self.poll_take(cx).map(Some)
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Arc<T>>> {
+        self.poll_take(cx)
     }
 }
 

@@ -534,10 +534,9 @@ fn topic() -> impl Strategy<Value = String> {
     prop_oneof!["~?(/[a-z_][a-z0-9_]{0,4}){1,3}", "[a-z_]{1,6}", name_text()]
 }
 
-/// Names go through node and publisher creation: every result is either what the model
-/// predicts or a typed `InvalidName` of the right kind.
-#[test]
-fn names() {
+/// An executor whose workers are tasks on a one-thread runtime of the test's own (the
+/// runtime must outlive the executor, so both are returned).
+fn executor_on_own_runtime() -> (tokio::runtime::Runtime, rclev::Executor) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -549,6 +548,14 @@ fn names() {
             ..ExecutorOptions::default()
         })
         .unwrap();
+    (runtime, executor)
+}
+
+/// Names go through node and publisher creation: every result is either what the model
+/// predicts or a typed `InvalidName` of the right kind.
+#[test]
+fn names() {
+    let (_runtime, executor) = executor_on_own_runtime();
     let inputs = (node_name(), namespace(), topic());
     fuzz("names", inputs, |(name, namespace, topic)| {
         let options = NodeOptions::new(name.clone())
@@ -851,17 +858,7 @@ fn integer_allowed(v: i64, r: &Range<i64>) -> bool {
 /// Declarations and changes on one node: typed errors only, and the model decides.
 #[test]
 fn parameters() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let executor = Context::default()
-        .create_executor(ExecutorOptions {
-            runtime: RuntimeChoice::Adopt(runtime.handle().clone()),
-            ..ExecutorOptions::default()
-        })
-        .unwrap();
+    let (_runtime, executor) = executor_on_own_runtime();
     let node = executor
         .create_node(NodeOptions::new("params").enable_rosout(false))
         .unwrap();

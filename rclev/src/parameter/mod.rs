@@ -503,24 +503,11 @@ mod tests {
         assert_eq!(p.get("n"), Some(ParameterValue::Integer(10)));
     }
 
-    /// Defect 10: with `from = i64::MIN` the step check overflowed (a panic in debug builds);
-    /// a step of -1 panicked in release too (`i64::MIN % -1`).
+    /// Unusable float ranges are refused and NaN/infinities never pass a range check (the
+    /// integer side of defect 10 is a regression test in `tests/fuzz.rs`).
     #[test]
-    fn extreme_integer_ranges_and_negative_steps() {
+    fn float_ranges_refuse_nan_and_infinities() {
         let p = Parameters::default();
-        let all = ParameterDescriptor::default().integer_range(i64::MIN, i64::MAX, 2);
-        p.declare("n", 0, all).unwrap();
-        assert!(p.set("n", 0).is_ok());
-        assert!(p.set("n", i64::MAX).is_ok());
-        assert!(matches!(
-            p.set("n", 1),
-            Err(ParameterError::OutOfRange { .. })
-        ));
-        let negative = ParameterDescriptor::default().integer_range(i64::MIN, i64::MAX, -1);
-        assert!(matches!(
-            p.declare("m", 0, negative),
-            Err(ParameterError::InvalidDescriptor { .. })
-        ));
         let nan = ParameterDescriptor::default().floating_point_range(0.0, 1.0, f64::NAN);
         assert!(matches!(
             p.declare("d", 0.5, nan),
@@ -530,7 +517,7 @@ mod tests {
         p.declare("g", 0.5, unit).unwrap();
         assert!(p.set("g", f64::NAN).is_err(), "NaN is in no range");
         assert!(p.set("g", f64::INFINITY).is_err());
-        assert!(p.names().iter().all(|n| n != "m" && n != "d"));
+        assert!(p.names().iter().all(|n| n != "d"));
     }
 
     #[test]

@@ -1722,7 +1722,10 @@ fn faults_on(rt: Rt) {
         "a panicking job",
         w1.run(|_: &mut ()| -> i32 { std::panic::panic_any("fault:worker job") }),
     );
-    assert!(job.is_err(), "{job:?}");
+    assert!(
+        matches!(&job, Err(Error::CallbackPanicked { message, .. }) if message == "fault:worker job"),
+        "{job:?}"
+    );
     assert_eq!(resolve("the next job", w1.run(|_: &mut ()| 7)), Ok(7));
 
     // Neighbours on every worker still work.

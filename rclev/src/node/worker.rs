@@ -272,7 +272,8 @@ impl<P: Send + 'static> WorkerState<P> {
 
     /// Runs `f` on the payload (on the worker, between callbacks) and resolves to its result.
     /// The job runs only while the executor spins; it fails with [`Error::Shutdown`] if the
-    /// executor shuts down first.
+    /// executor shuts down first, and with [`Error::CallbackPanicked`] if `f` panics (the panic
+    /// is also reported to the spin, like any callback's).
     pub fn run<R, F>(&self, f: F) -> impl Future<Output = Result<R>> + Send + 'static
     where
         R: Send + 'static,
@@ -280,9 +281,22 @@ impl<P: Send + 'static> WorkerState<P> {
     {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.core.mailbox.push(MailItem::Job(Box::new(move |p| {
-            let _ = tx.send(f(payload_of::<P>(p)));
+            let payload = payload_of::<P>(p);
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(payload))) {
+                Ok(r) => {
+                    let _ = tx.send(Ok(r));
+                }
+                Err(panic) => {
+                    let _ = tx.send(Err(Error::CallbackPanicked {
+                        entity: "worker job".into(),
+                        message: crate::error::panic_message(&*panic),
+                    }));
+                    // On to the worker, which reports it with the spin's errors.
+                    std::panic::resume_unwind(panic);
+                }
+            }
         })));
-        async move { rx.await.map_err(|_| Error::Shutdown) }
+        async move { rx.await.map_err(|_| Error::Shutdown)? }
     }
 }
 

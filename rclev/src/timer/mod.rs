@@ -247,9 +247,9 @@ pub(crate) struct TimerCore {
     /// Raised while a callback is being started or runs; stops wait it out.
     gate: CallGate,
     /// The user's handle is gone: the timer never re-enters the scheduler (a clock switch
-    /// racing with the drop would otherwise re-insert it), and a tick the worker takes after
-    /// the drop is discarded. Stored before `stops` is bumped, so a worker whose noted `stops`
-    /// already includes the drop's bump sees it.
+    /// racing with the drop would otherwise re-insert it), and no tick starts its callback after
+    /// the drop: the worker re-reads it at the start fence, since a drop that came before the
+    /// tick's `stops` was noted leaves that tick current.
     dropped: AtomicBool,
 }
 
@@ -449,15 +449,8 @@ impl TimerCore {
     /// if there is none. Returns the tick's stamp too.
     fn take_tick(&self) -> Option<(TimerInfo, u64)> {
         let stamp = self.tick.due.swap(0, Ordering::AcqRel);
-        // `dropped` is the handle drop's own stop condition, as `canceled` and the floor are
-        // those of `cancel`, `reset` and mode changes: a worker that picked the timer up just
-        // before the drop and notes `stops` only after the drop bumped it (and so sees no stop
-        // at the start fence) must find the timer stopped here.
-        if stamp == 0
-            || self.is_canceled()
-            || self.dropped.load(Ordering::Acquire)
-            || !self.tick.is_current(stamp)
-        {
+        // A drop is checked at the start fence (`execute`), with the other stops.
+        if stamp == 0 || self.is_canceled() || !self.tick.is_current(stamp) {
             return None;
         }
         if stamp & SIM_STAMP != 0 {

@@ -530,6 +530,16 @@ impl TimerScheduler {
         })
     }
 
+    /// A scheduler whose thread is never started, for the loom models: they drive the core
+    /// (`run_while`, `sim_advance`) from their own threads.
+    #[cfg(all(test, rclev_loom))]
+    pub(crate) fn without_thread(precision: TimerPrecision) -> Self {
+        Self {
+            core: Arc::new(SchedulerCore::new(precision)),
+            thread: std::sync::Mutex::new(None),
+        }
+    }
+
     pub(crate) fn shutdown(&self) {
         self.core.shutdown();
     }

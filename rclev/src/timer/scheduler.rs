@@ -36,7 +36,8 @@
 //! wake-up overshoot and the worker's wake-up latency, and only one thread spins.
 //!
 //! The loom models in `loom_tests.rs` check that a registration racing with the waiter going
-//! to sleep is always seen.
+//! to sleep is always seen, and for the simulated-time lanes that a `/clock` advance racing a
+//! re-arm leaves no tick of the old arming current and loses no tick.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -30,6 +30,8 @@ mod error;
 pub mod executor;
 mod handle;
 pub mod logging;
+#[cfg(all(test, rclev_loom))]
+mod loom_model;
 pub mod msg;
 mod node;
 pub mod parameter;

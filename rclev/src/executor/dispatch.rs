@@ -20,8 +20,9 @@
 //! after a full batch with items left re-notifies itself, which puts it at the back of the
 //! mailbox: that is what keeps a flooded subscription from starving its neighbours.
 //!
-//! The loom model in `executor/loom_tests.rs` checks this protocol together with the mailbox's
-//! parking: taking items before `begin` makes it deadlock.
+//! The loom model in `executor/loom_tests.rs` checks this protocol on the real worker loop
+//! (`run_worker`, `run_batch`) together with the mailbox's parking: calling `begin` after the
+//! entity's `execute` in `run_batch` makes it deadlock.
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock, Weak};

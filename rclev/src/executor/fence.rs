@@ -21,7 +21,8 @@
 //! user code and no lock, so the wait is a few hundred nanoseconds unless the worker thread is
 //! preempted inside it.
 
-use crate::sync::{AtomicBool, Ordering};
+// The waits go through the facade too: under loom they must tell the model that they yield.
+use crate::sync::{backoff_sleep, spin_loop, yield_now, AtomicBool, Ordering};
 
 /// One worker's start fence. See the module docs.
 #[derive(Default)]
@@ -47,11 +48,11 @@ impl StartFence {
         let mut spins = 0u32;
         while self.starting.load(Ordering::SeqCst) {
             if spins < 128 {
-                std::hint::spin_loop();
+                spin_loop();
                 spins += 1;
             } else {
                 // Preempted inside the window: let it run.
-                std::thread::yield_now();
+                yield_now();
             }
         }
     }
@@ -91,10 +92,10 @@ impl CallGate {
         let mut backoff = 0u32;
         while self.calling.load(Ordering::SeqCst) {
             match backoff {
-                0..=127 => std::hint::spin_loop(),
-                128..=255 => std::thread::yield_now(),
+                0..=127 => spin_loop(),
+                128..=255 => yield_now(),
                 // A callback that runs for a while: don't burn a core waiting.
-                _ => std::thread::sleep(std::time::Duration::from_micros(
+                _ => backoff_sleep(std::time::Duration::from_micros(
                     50u64 << (backoff - 256).min(5),
                 )),
             }

@@ -159,7 +159,7 @@ impl Mailbox {
     }
 }
 
-thread_local! {
+crate::sync::thread_local! {
     /// Set while this thread runs a worker section on a shared multi-threaded runtime (see
     /// [`wake_elsewhere_if_shared`]).
     pub(crate) static ON_SHARED_RUNTIME: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };

@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize as StdAtomicUsize;
 use std::sync::{Arc, Mutex, Weak};
 use std::task::Waker;
 use std::time::Duration;
@@ -28,7 +28,9 @@ pub(crate) mod worker;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::node::{IntoNodeOptions, Node, NodeState};
-use crate::sync::lock;
+// The spin gate's and the shutdown flag's atomics, the gate's waiter list and the closing
+// spin's notification are the facade's: the loom models run the real gate and worker code.
+use crate::sync::{lock, model_lock, AtomicBool, AtomicUsize, Notify as GateNotify, Ordering};
 use crate::timer::{TimerPrecision, TimerScheduler};
 use mailbox::Mailbox;
 
@@ -158,15 +160,17 @@ pub struct ExecutorStats {
 /// either the worker sees the gate closed and runs nothing, or the closing spin sees the section
 /// and waits it out: when `spin` returns, no callback of the executor is running and none starts
 /// until the next spin (async callbacks are suspended: they are polled only inside sections).
+/// `executor/loom_tests.rs` models this on the real gate and worker loop.
 #[derive(Default)]
 pub(crate) struct SpinGate {
     active: AtomicUsize,
-    waiting: Mutex<Vec<Waker>>,
+    waiting: crate::sync::Mutex<Vec<Waker>>,
     /// Workers inside a section.
     running: AtomicUsize,
     /// Spins waiting for `running` to reach zero; sections notify `quiet` only then.
     closers: AtomicUsize,
-    quiet: Notify,
+    /// Tokio's `Notify` (under loom, the facade's stand-in with its `notify_waiters` contract).
+    quiet: GateNotify,
 }
 
 /// A worker's section (see [`SpinGate`]); ends on drop.
@@ -181,7 +185,7 @@ pub(crate) struct Section<'a> {
 /// not wait for itself). Null pointers: none. Only compared, never dereferenced.
 type SectionOwner = (*const ExecutorShared, *const Mailbox);
 
-thread_local! {
+crate::sync::thread_local! {
     static IN_SECTION_OF: std::cell::Cell<SectionOwner> =
         const { std::cell::Cell::new((std::ptr::null(), std::ptr::null())) };
 }
@@ -209,7 +213,7 @@ impl SpinGate {
         if self.is_open() {
             return true;
         }
-        let mut waiting = lock(&self.waiting);
+        let mut waiting = model_lock(&self.waiting);
         // Re-checked under the lock `open` takes, so an opening cannot slip between.
         if self.is_open() {
             return true;
@@ -253,7 +257,7 @@ impl SpinGate {
 
     fn open(&self) {
         let waiting = {
-            let mut waiting = lock(&self.waiting);
+            let mut waiting = model_lock(&self.waiting);
             self.active.fetch_add(1, Ordering::SeqCst);
             std::mem::take(&mut *waiting)
         };
@@ -268,7 +272,7 @@ impl SpinGate {
     }
 
     fn wake_all(&self) {
-        let waiting = std::mem::take(&mut *lock(&self.waiting));
+        let waiting = std::mem::take(&mut *model_lock(&self.waiting));
         for w in waiting {
             w.wake();
         }
@@ -292,7 +296,8 @@ pub(crate) struct ExecutorShared {
     shutdown_notify: Notify,
     halt_notify: Notify,
     workers: Mutex<Vec<Weak<Mailbox>>>,
-    idle_watchers: AtomicUsize,
+    /// Only a hint for waking idle watchers, never part of a modelled protocol: `std`'s.
+    idle_watchers: StdAtomicUsize,
     idle_notify: Notify,
     errors: Mutex<Vec<Error>>,
 }
@@ -301,6 +306,60 @@ pub(crate) struct ExecutorShared {
 const MAX_KEPT_ERRORS: usize = 1024;
 
 impl ExecutorShared {
+    /// The shared state over a runtime and a timer scheduler that already exist. Separate from
+    /// [`Executor::new`] so the loom models can build one without threads (see `for_model`).
+    fn new(
+        context: Context,
+        handle: Handle,
+        dedicated_workers: bool,
+        options: ExecutorOptions,
+        timers: TimerScheduler,
+    ) -> Self {
+        let shared_multi_thread =
+            !dedicated_workers && handle.runtime_flavor() == RuntimeFlavor::MultiThread;
+        Self {
+            context,
+            handle,
+            dedicated_workers,
+            shared_multi_thread,
+            gate: SpinGate::default(),
+            options,
+            timers,
+            life: Arc::default(),
+            shut_down: AtomicBool::new(false),
+            shutdown_notify: Notify::new(),
+            halt_notify: Notify::new(),
+            workers: Mutex::new(Vec::new()),
+            idle_watchers: StdAtomicUsize::new(0),
+            idle_notify: Notify::new(),
+            errors: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// An executor for the loom models: the real shared state, with `handle` (a current-thread
+    /// runtime the model never drives) and a timer scheduler whose thread is not started. Its
+    /// workers are run by the models themselves, on loom threads. One spin is active (the gate
+    /// is open), as while `spin` runs.
+    #[cfg(all(test, rclev_loom))]
+    pub(crate) fn for_model(handle: Handle) -> Arc<Self> {
+        let options = ExecutorOptions {
+            worker_spin: Duration::ZERO,
+            handle_sigint: false,
+            timer_precision: TimerPrecision::low_cpu(),
+            ..ExecutorOptions::default()
+        };
+        let timers = TimerScheduler::without_thread(options.timer_precision.clone());
+        let shared = Arc::new(Self::new(
+            Context::default(),
+            handle,
+            false,
+            options,
+            timers,
+        ));
+        shared.gate.open();
+        shared
+    }
+
     pub(crate) fn is_shut_down(&self) -> bool {
         // SeqCst: one side of the start fence's Dekker pair (see `fence`).
         self.shut_down.load(Ordering::SeqCst)
@@ -521,25 +580,13 @@ impl Executor {
         };
         let timers = TimerScheduler::start(options.timer_precision.clone())
             .map_err(|e| Error::Runtime(format!("cannot start the timer thread: {e}")))?;
-        let shared_multi_thread =
-            !dedicated_workers && handle.runtime_flavor() == RuntimeFlavor::MultiThread;
-        let shared = Arc::new(ExecutorShared {
+        let shared = Arc::new(ExecutorShared::new(
             context,
             handle,
             dedicated_workers,
-            shared_multi_thread,
-            gate: SpinGate::default(),
             options,
             timers,
-            life: Arc::default(),
-            shut_down: AtomicBool::new(false),
-            shutdown_notify: Notify::new(),
-            halt_notify: Notify::new(),
-            workers: Mutex::new(Vec::new()),
-            idle_watchers: AtomicUsize::new(0),
-            idle_notify: Notify::new(),
-            errors: Mutex::new(Vec::new()),
-        });
+        ));
         Ok(Self { shared, runtime })
     }
 

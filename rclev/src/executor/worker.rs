@@ -179,6 +179,8 @@ fn needs_spin(item: &MailItem) -> bool {
     }
 }
 
+/// Runs the items of one mailbox take, in order, while the executor runs and the spin gate is
+/// open (what is left waits, in order, in the mailbox for the next spin).
 fn run_batch(
     mailbox: &Mailbox,
     batch: &mut Vec<MailItem>,

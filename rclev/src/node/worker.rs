@@ -94,6 +94,25 @@ impl WorkerCore {
     }
 }
 
+#[cfg(all(test, rclev_loom))]
+impl WorkerCore {
+    /// A worker for the loom models: the real core over `exec`, with a mailbox that is not
+    /// registered with the executor and no task; the model runs `run_worker` on the mailbox
+    /// itself. Its node's ROS clock is a steady clock: the models use no simulated time here.
+    pub(crate) fn for_model(exec: &Arc<ExecutorShared>) -> Arc<Self> {
+        Arc::new(Self {
+            mailbox: Arc::new(Mailbox::default()),
+            exec: exec.clone(),
+            node: Arc::new(NodeIdentity {
+                name: "model".into(),
+                namespace: "/".into(),
+                clock: crate::clock::Clock::steady(),
+                life: exec.life.clone(),
+            }),
+        })
+    }
+}
+
 impl WorkerCore {
     /// Whether the calling thread is this worker, running one of its callbacks.
     pub(crate) fn is_current(&self) -> bool {

@@ -9,8 +9,8 @@
 //! next grid point instead of bursting.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicI64, AtomicU8};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub(crate) mod heap;
@@ -26,7 +26,9 @@ use crate::error::{Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
 use crate::executor::fence::CallGate;
 use crate::node::{Callback, WorkerCore};
-use crate::sync::lock;
+// The stop protocol's atomics (`canceled`, `stops`, `dropped`) and the timer's locks are the
+// facade's, so the loom models can run the real `execute` against a real stop.
+use crate::sync::{model_lock as lock, AtomicBool, AtomicU64, Mutex, Ordering};
 use heap::{GridTime, SimTime, TimerId};
 use scheduler::{SchedulerCore, TimerTick, SIM_STAMP};
 

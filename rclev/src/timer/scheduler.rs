@@ -36,7 +36,8 @@
 //! wake-up overshoot and the worker's wake-up latency, and only one thread spins.
 //!
 //! The loom models in `loom_tests.rs` check that a registration racing with the waiter going
-//! to sleep is always seen.
+//! to sleep is always seen, and for the simulated-time lanes that a `/clock` advance racing a
+//! re-arm leaves no tick of the old arming current and loses no tick.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -528,6 +529,16 @@ impl TimerScheduler {
             core,
             thread: std::sync::Mutex::new(Some(thread)),
         })
+    }
+
+    /// A scheduler whose thread is never started, for the loom models: they drive the core
+    /// (`run_while`, `sim_advance`) from their own threads.
+    #[cfg(all(test, rclev_loom))]
+    pub(crate) fn without_thread(precision: TimerPrecision) -> Self {
+        Self {
+            core: Arc::new(SchedulerCore::new(precision)),
+            thread: std::sync::Mutex::new(None),
+        }
     }
 
     pub(crate) fn shutdown(&self) {

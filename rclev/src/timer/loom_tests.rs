@@ -158,12 +158,9 @@ fn loom_shutdown_racing_with_the_waiter() {
 /// never see the flag: once the drop has returned, the callback is neither running nor starts.
 /// The tick is handed over (the real scheduler's delivery) before the threads start.
 ///
-/// Fails today: a worker that upgraded the timer's `Weak` before the drop, and notes `stops`
-/// only after the drop has bumped it, finds the handed-over tick still current (removal leaves
-/// the floor alone, and the drop sets no stop condition `take_tick` reads), so it starts the
-/// callback after the drop returned.
+/// The case that needs the removal to raise the floor: a worker that upgraded the timer's
+/// `Weak` before the drop and notes `stops` only after the drop bumped it.
 #[test]
-#[ignore = "fails: defect 6 is still open for a worker that upgraded the timer before the drop"]
 fn loom_no_timer_callback_starts_after_the_drop_returned() {
     let handle = idle_runtime();
     check("timer drop vs fire (real TimerCore)", None, move || {
@@ -294,10 +291,7 @@ fn loom_sim_advance_racing_a_rearm() {
 /// A `/clock` advance racing the removal of a simulated-time timer (its drop, or its move to
 /// the wall lane): once `sim_remove` has returned, the timer holds no tick a worker would run,
 /// even when the advance popped its tick before the removal and hands it over after.
-///
-/// Fails today: `sim_remove` leaves the floor alone, so the tick handed over after it is current.
 #[test]
-#[ignore = "fails: a tick popped before sim_remove and handed over after it stays current"]
 fn loom_sim_advance_racing_a_removal() {
     check("sim lane: advance vs remove", None, || {
         let core = Arc::new(SchedulerCore::new(TimerPrecision::low_cpu()));

@@ -268,9 +268,15 @@ impl SchedulerCore {
     }
 
     /// Removes a timer. After this returns the scheduler holds no entry for it and will not
-    /// start delivering a new tick for it.
+    /// start delivering a new tick for it, and a tick popped before (handed over outside the
+    /// lock, possibly after this returns) no longer counts as current: the floor is raised to
+    /// the disarmed sentinel, as for a cancel. `TimerState`'s drop relies on that: its stop
+    /// bump comes after this, so a worker that notes `stops` only after the bump sees the
+    /// raised floor in `take_tick` (and one that noted it before is caught by the bump).
     pub(crate) fn remove(&self, id: TimerId) {
-        lock(&self.state).heap.remove(id);
+        let mut state = lock(&self.state);
+        Self::set_floor(&state.heap, id, None);
+        state.heap.remove(id);
     }
 
     /// The timer's next deadline (`None` if cancelled or a spent one-shot).
@@ -359,9 +365,11 @@ impl SchedulerCore {
         }
     }
 
-    /// Removes a simulated-clock timer.
+    /// Removes a simulated-clock timer; like [`remove`](Self::remove), a tick popped before no
+    /// longer counts as current.
     pub(crate) fn sim_remove(&self, lane: u64, id: TimerId) {
         if let Some(heap) = lock(&self.state).sim.get_mut(&lane) {
+            Self::set_floor(heap, id, None);
             heap.remove(id);
         }
     }

@@ -249,9 +249,7 @@ pub(crate) struct TimerCore {
     /// Raised while a callback is being started or runs; stops wait it out.
     gate: CallGate,
     /// The user's handle is gone: the timer never re-enters the scheduler (a clock switch
-    /// racing with the drop would otherwise re-insert it), and no tick starts its callback after
-    /// the drop: the worker re-reads it at the start fence, since a drop that came before the
-    /// tick's `stops` was noted leaves that tick current.
+    /// racing with the drop would otherwise re-insert it).
     dropped: AtomicBool,
 }
 
@@ -359,13 +357,16 @@ impl TimerCore {
     fn arm_in(&self, delay: Option<Duration>, period: Option<Duration>) {
         match *lock(&self.lane) {
             Lane::Wall(id) => {
-                self.sched
-                    .arm(id, delay.map(|d| far_instant(Instant::now(), d)), period);
+                let when = || delay.map(|d| far_instant(Instant::now(), d));
+                self.sched.arm(id, when, period);
             }
             Lane::Sim(id) => {
-                let now = SimTime(self.clock.now().nanos);
-                let deadline = delay.map(|d| now.checked_plus(d).unwrap_or(SimTime(i64::MAX)));
-                self.sched.sim_arm(self.sim_lane(), id, deadline, period);
+                let mut now = SimTime(0);
+                let when = || {
+                    now = SimTime(self.clock.now().nanos);
+                    delay.map(|d| now.checked_plus(d).unwrap_or(SimTime(i64::MAX)))
+                };
+                let deadline = self.sched.sim_arm(self.sim_lane(), id, when, period);
                 // Already due (zero delay): hand over now rather than at the next `/clock`.
                 if deadline.is_some_and(|d| d <= now) {
                     self.sched.sim_advance(self.sim_lane(), now);
@@ -643,9 +644,9 @@ impl Executable for TimerCore {
         let Some(cb) = callback.as_mut() else {
             return;
         };
-        // `dropped` too: a drop before `stops` was noted leaves the tick taken here current.
-        let not_stopped =
-            || !self.dropped.load(Ordering::SeqCst) && self.stops.load(Ordering::SeqCst) == stops;
+        // A drop raised the floor (under the scheduler lock) before it bumped `stops`: a tick
+        // noted after the bump was refused by `take_tick`, one noted before is refused here.
+        let not_stopped = || self.stops.load(Ordering::SeqCst) == stops;
         let _ = cb.call(
             cx,
             "timer",

@@ -252,7 +252,16 @@ impl SchedulerCore {
 
     /// Re-arms (`Some`) or cancels (`None`, keeping the slot as a tombstone).
     /// Optionally with a new period, in the same step.
-    pub(crate) fn arm(&self, id: TimerId, deadline: Option<Instant>, period: Option<Duration>) {
+    ///
+    /// `when` gives the deadline and is evaluated under the scheduler lock: a deadline computed
+    /// from a clock read before the lock could, after a delay, lie below the stamp of a tick
+    /// popped meanwhile under the old arming, which the floor would then take as current.
+    pub(crate) fn arm(
+        &self,
+        id: TimerId,
+        when: impl FnOnce() -> Option<Instant>,
+        period: Option<Duration>,
+    ) {
         if let Some(p) = period {
             self.fit_lead(p);
         }
@@ -260,6 +269,7 @@ impl SchedulerCore {
         if let Some(p) = period {
             state.heap.set_period(id, p);
         }
+        let deadline = when();
         state.heap.arm(id, deadline);
         Self::set_floor(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
         if let Some(d) = deadline {
@@ -349,20 +359,25 @@ impl SchedulerCore {
     }
 
     /// Re-arms or cancels a simulated-clock timer, optionally with a new period.
+    /// `when` reads the simulated clock under the scheduler lock, for the reason given at
+    /// [`arm`](Self::arm): `/clock` moves the time before it pops, so a deadline read under the
+    /// lock lies above every tick popped under the old arming. Returns the deadline armed.
     pub(crate) fn sim_arm(
         &self,
         lane: u64,
         id: TimerId,
-        deadline: Option<SimTime>,
+        when: impl FnOnce() -> Option<SimTime>,
         period: Option<Duration>,
-    ) {
-        if let Some(heap) = lock(&self.state).sim.get_mut(&lane) {
-            if let Some(p) = period {
-                heap.set_period(id, p);
-            }
-            heap.arm(id, deadline);
-            Self::set_floor(heap, id, deadline.map(Self::sim_stamp));
+    ) -> Option<SimTime> {
+        let mut state = lock(&self.state);
+        let heap = state.sim.get_mut(&lane)?;
+        if let Some(p) = period {
+            heap.set_period(id, p);
         }
+        let deadline = when();
+        heap.arm(id, deadline);
+        Self::set_floor(heap, id, deadline.map(Self::sim_stamp));
+        deadline
     }
 
     /// Removes a simulated-clock timer; like [`remove`](Self::remove), a tick popped before no

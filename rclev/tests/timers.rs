@@ -93,8 +93,11 @@ fn slow_callback_coalesces_and_reports_missed_ticks() {
         })
         .unwrap();
     spin_for(&executor, Duration::from_millis(150));
-    slow.store(false, Ordering::SeqCst);
+    // Noted before the switch: a call that starts before this instant read `slow` after it,
+    // so it may not sleep, but the call after it starts after this instant. (Noted after the
+    // store, a preemption between the two let such a call count as slow.)
     let switched = Instant::now();
+    slow.store(false, Ordering::SeqCst);
     spin_for(&executor, Duration::from_millis(30));
     let calls = calls.lock().unwrap();
     let slow_calls: Vec<_> = calls.iter().filter(|(t, _)| *t < switched).collect();

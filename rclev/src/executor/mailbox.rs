@@ -46,7 +46,7 @@ pub(crate) struct Mailbox {
     has_items: AtomicBool,
     /// How often the worker's task was woken from a park (for the idle zero-wakeup check).
     pub(crate) wakeups: AtomicU64,
-    /// The worker's start fence (see `fence`): entities that stop their callbacks wait it out.
+    /// The worker's start fence (see `fence`): `shutdown` waits it out.
     pub(crate) fence: super::fence::StartFence,
 }
 

@@ -225,9 +225,10 @@ fn run_batch(
                 }
             }
             MailItem::Job(job) => {
-                // A job is user code too: started through the fence like a callback. Refused only after shutdown; dropping the job then fails its `run` future
-                // with `Error::Shutdown`.
-                let _ = cx.start("worker job", || true, job);
+                // A job is user code too: started through the fence like a callback. Refused
+                // only after shutdown; dropping the job then fails its `run` future with
+                // `Error::Shutdown`.
+                cx.guarded("worker job", job);
             }
         }
     }

@@ -146,8 +146,9 @@ impl<T: Message> SubscriptionState<T> {
 
 impl<T: Message> Drop for SubscriptionState<T> {
     fn drop(&mut self) {
-        // SeqCst, then the fence: a callback the worker is deciding to start right now has
-        // started when this returns, and none starts later (see `executor::fence`).
+        // SeqCst, then the call gate: a call deciding to start or running right now has
+        // returned when this returns (unless this is that call), and none starts later (see
+        // `executor::fence`).
         self.entity.closed.store(true, Ordering::SeqCst);
         let own_worker = self.entity.worker.is_current();
         self.entity.gate.wait_out(own_worker);

@@ -452,7 +452,7 @@ impl TimerCore {
     /// if there is none. Returns the tick's stamp too.
     fn take_tick(&self) -> Option<(TimerInfo, u64)> {
         let stamp = self.tick.due.swap(0, Ordering::AcqRel);
-        // A drop is checked at the start fence (`execute`), with the other stops.
+        // A drop removed the timer, which raised the floor: its ticks are no longer current.
         if stamp == 0 || self.is_canceled() || !self.tick.is_current(stamp) {
             return None;
         }

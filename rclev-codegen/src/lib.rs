@@ -1,0 +1,429 @@
+//! # rclev-codegen — Rust types for ROS 2 interfaces
+//!
+//! Reads `.msg`, `.srv` and `.action` files with ROS 2's rules, resolves references across
+//! packages, computes each type's REP-2016 description and RIHS01 hash, and writes Rust code
+//! for [rclev](https://docs.rs/rclev): a struct per message (public fields, `Default` from the
+//! definition's defaults, constants as associated consts, CDR encoding that matches ROS 2
+//! byte for byte), a unit type per service and action.
+//!
+//! Call it from `build.rs`:
+//!
+//! ```no_run
+//! // build.rs: `fn main() {` … `}`
+//! rclev_codegen::Builder::new()
+//!     .package_dir("interfaces/my_msgs")
+//!     .generate()
+//!     .unwrap_or_else(|e| panic!("{e}"));
+//! ```
+//!
+//! and include the result where the types should live:
+//!
+//! ```ignore
+//! rclev::include_interfaces!();           // defines `pub mod my_msgs { pub mod msg { … } … }`
+//! use my_msgs::msg::Telemetry;
+//! ```
+//!
+//! The standard interfaces (std_msgs, geometry_msgs, sensor_msgs, …; see [`bundled_packages`])
+//! ship with rclev as `rclev::interfaces::<pkg>`. A user definition that references one of
+//! them uses rclev's type; it is never generated twice. Packages that are neither given nor
+//! shipped are looked up in `AMENT_PREFIX_PATH` (`<prefix>/share/<pkg>/{msg,srv,action}`), as
+//! in a sourced ROS 2 workspace.
+
+#![warn(missing_docs)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+pub mod describe;
+mod emit;
+mod error;
+pub mod model;
+pub mod parse;
+pub mod resolve;
+
+pub use emit::field_ident;
+pub use error::{Error, Result};
+pub use model::{Package, TypeName};
+pub use resolve::TypeSet;
+
+mod bundled {
+    include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
+}
+
+/// The name of the file [`Builder::generate`] writes into `OUT_DIR`, and that
+/// `rclev::include_interfaces!()` includes.
+pub const OUTPUT_FILE: &str = "rclev_interfaces.rs";
+
+/// Reads one interface package: `dir/msg/*.msg`, `dir/srv/*.srv`, `dir/action/*.action`.
+///
+/// The package name is `<name>` in `dir/package.xml`, or else the directory's name.
+pub fn load_package_dir(dir: &Path) -> Result<Package> {
+    let name = package_name(dir)?;
+    let mut files = Vec::new();
+    for kind in ["msg", "srv", "action"] {
+        let sub = dir.join(kind);
+        if !sub.is_dir() {
+            continue;
+        }
+        let entries = std::fs::read_dir(&sub)
+            .map_err(|e| Error::in_file(&sub, format!("cannot read directory: {e}")))?;
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().and_then(|e| e.to_str()) == Some(kind))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| Error::in_file(&path, format!("cannot read: {e}")))?;
+            files.push((path, text));
+        }
+    }
+    if files.is_empty() {
+        return Err(Error::in_file(
+            dir,
+            "no interface files: expected msg/*.msg, srv/*.srv or action/*.action",
+        ));
+    }
+    parse_package(&name, files.iter().map(|(p, t)| (p.as_path(), t.as_str())))
+}
+
+/// Parses a package from `(path, text)` pairs; the extension of each path says its kind and
+/// its stem the type's name.
+pub fn parse_package<'a>(
+    name: &str,
+    files: impl IntoIterator<Item = (&'a Path, &'a str)>,
+) -> Result<Package> {
+    if !parse::is_package_name(name) {
+        return Err(Error::in_file(
+            Path::new(name),
+            format!("'{name}' is not a valid package name (lower snake case)"),
+        ));
+    }
+    let mut package = Package {
+        name: name.into(),
+        ..Package::default()
+    };
+    for (path, text) in files {
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .ok_or_else(|| Error::in_file(path, "file name is not UTF-8"))?;
+        if !parse::is_type_name(stem) {
+            return Err(Error::in_file(
+                path,
+                format!("'{stem}' is not a valid type name: names are CamelCase (A-Z, a-z, 0-9), starting upper case"),
+            ));
+        }
+        if stem == "Self" {
+            return Err(Error::in_file(path, "'Self' is reserved in Rust"));
+        }
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("msg") => package.messages.push(parse::parse_message(
+                text,
+                TypeName::msg(name, stem),
+                path,
+                1,
+            )?),
+            Some("srv") => package
+                .services
+                .push(parse::parse_service(text, name, stem, path)?),
+            Some("action") => package
+                .actions
+                .push(parse::parse_action(text, name, stem, path)?),
+            _ => {
+                return Err(Error::in_file(
+                    path,
+                    "not an interface file (.msg, .srv or .action)",
+                ))
+            }
+        }
+    }
+    Ok(package)
+}
+
+fn package_name(dir: &Path) -> Result<String> {
+    let xml = dir.join("package.xml");
+    if let Ok(text) = std::fs::read_to_string(&xml) {
+        if let Some(start) = text.find("<name>") {
+            if let Some(len) = text[start + 6..].find("</name>") {
+                return Ok(text[start + 6..start + 6 + len].trim().to_string());
+            }
+        }
+        return Err(Error::in_file(&xml, "no <name> element"));
+    }
+    dir.canonicalize()
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .ok_or_else(|| Error::in_file(dir, "cannot tell the package name: no package.xml"))
+}
+
+/// The standard interface packages that ship with rclev (`rclev::interfaces::<pkg>`).
+pub fn bundled_packages() -> Result<Vec<Package>> {
+    let mut by_package: BTreeMap<&str, Vec<(&Path, &str)>> = BTreeMap::new();
+    for (rel, abs, text) in bundled::BUNDLED {
+        let package = rel.split('/').next().unwrap_or_default();
+        by_package
+            .entry(package)
+            .or_default()
+            .push((Path::new(*abs), *text));
+    }
+    by_package
+        .into_iter()
+        .map(|(name, files)| parse_package(name, files))
+        .collect()
+}
+
+/// The directories in `AMENT_PREFIX_PATH` that hold `share/<package>` with interfaces.
+pub fn find_in_ament_prefix_path(package: &str) -> Option<PathBuf> {
+    let prefixes = std::env::var_os("AMENT_PREFIX_PATH")?;
+    std::env::split_paths(&prefixes)
+        .map(|prefix| prefix.join("share").join(package))
+        .find(|dir| {
+            ["msg", "srv", "action"]
+                .iter()
+                .any(|k| dir.join(k).is_dir())
+        })
+}
+
+/// Generates Rust code for interface packages; see the [crate docs](crate).
+#[derive(Debug, Clone)]
+pub struct Builder {
+    dirs: Vec<PathBuf>,
+    ament_packages: Vec<String>,
+    search_ament: bool,
+    output: Option<PathBuf>,
+    runtime: String,
+    bundled_root: String,
+    bundled_local: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    /// A builder with no packages, looking up unknown dependencies in `AMENT_PREFIX_PATH`,
+    /// writing `$OUT_DIR/rclev_interfaces.rs`.
+    pub fn new() -> Self {
+        Self {
+            dirs: Vec::new(),
+            ament_packages: Vec::new(),
+            search_ament: true,
+            output: None,
+            runtime: "::rclev::msg".into(),
+            bundled_root: "::rclev::interfaces".into(),
+            bundled_local: false,
+        }
+    }
+
+    /// Generates the package in `dir` (with `msg/`, `srv/`, `action/` and a `package.xml`).
+    pub fn package_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dirs.push(dir.into());
+        self
+    }
+
+    /// Generates an installed package found through `AMENT_PREFIX_PATH`
+    /// (`<prefix>/share/<name>`). A package rclev ships is taken from rclev instead.
+    pub fn ament_package(mut self, name: impl Into<String>) -> Self {
+        self.ament_packages.push(name.into());
+        self
+    }
+
+    /// Whether packages that are referenced but neither given nor shipped are looked up in
+    /// `AMENT_PREFIX_PATH` and generated too (default: yes).
+    pub fn search_ament_prefix_path(mut self, yes: bool) -> Self {
+        self.search_ament = yes;
+        self
+    }
+
+    /// Where to write the code (default: `$OUT_DIR/rclev_interfaces.rs`).
+    pub fn output(mut self, path: impl Into<PathBuf>) -> Self {
+        self.output = Some(path.into());
+        self
+    }
+
+    /// The path generated code uses for rclev's `msg` module (default `::rclev::msg`).
+    pub fn runtime_path(mut self, path: impl Into<String>) -> Self {
+        self.runtime = path.into();
+        self
+    }
+
+    /// rclev's own build: generate the shipped packages themselves, for `crate::msg`.
+    #[doc(hidden)]
+    pub fn rclev_itself(mut self) -> Self {
+        self.bundled_local = true;
+        self.runtime = "crate::msg".into();
+        self
+    }
+
+    /// Parses, resolves and generates; returns the code without writing it.
+    pub fn generate_string(&self) -> Result<Generated> {
+        let bundled = bundled_packages()?;
+        let bundled_names: BTreeSet<String> = bundled.iter().map(|p| p.name.clone()).collect();
+        let mut local: Vec<Package> = Vec::new();
+        for dir in &self.dirs {
+            let p = load_package_dir(dir)?;
+            if bundled_names.contains(&p.name) {
+                return Err(Error::in_file(
+                    dir,
+                    format!(
+                        "package '{}' ships with rclev: use rclev::interfaces::{} instead of generating it again",
+                        p.name, p.name
+                    ),
+                ));
+            }
+            if local.iter().any(|q| q.name == p.name) {
+                return Err(Error::in_file(
+                    dir,
+                    format!("package '{}' is given twice", p.name),
+                ));
+            }
+            local.push(p);
+        }
+        let mut wanted: Vec<String> = self.ament_packages.clone();
+        let mut searched = BTreeSet::new();
+        loop {
+            if self.search_ament {
+                wanted.extend(missing_packages(&local, &bundled_names));
+            }
+            let mut added = false;
+            for name in std::mem::take(&mut wanted) {
+                if bundled_names.contains(&name)
+                    || local.iter().any(|p| p.name == name)
+                    || !searched.insert(name.clone())
+                {
+                    continue;
+                }
+                match find_in_ament_prefix_path(&name) {
+                    Some(dir) => {
+                        local.push(load_package_dir(&dir)?);
+                        added = true;
+                    }
+                    None if self.ament_packages.contains(&name) => {
+                        return Err(Error::in_file(
+                            Path::new(&name),
+                            "package not found: no <prefix>/share/<package> with interfaces in AMENT_PREFIX_PATH",
+                        ))
+                    }
+                    // Reported by resolution, with the line that references it.
+                    None => {}
+                }
+            }
+            if !added {
+                break;
+            }
+        }
+        let mut all: Vec<&Package> = bundled.iter().collect();
+        all.extend(local.iter());
+        let set = TypeSet::build(&all)?;
+        let emitted: Vec<&Package> = if self.bundled_local {
+            bundled.iter().collect()
+        } else {
+            local.iter().collect()
+        };
+        let mut external = BTreeMap::new();
+        if !self.bundled_local {
+            for name in &bundled_names {
+                external.insert(name.clone(), format!("{}::{name}", self.bundled_root));
+            }
+        }
+        let paths = emit::Paths {
+            runtime: self.runtime.clone(),
+            external,
+        };
+        let services: Vec<TypeName> = all
+            .iter()
+            .flat_map(|p| p.services.iter().map(|s| s.name.clone()))
+            .collect();
+        let actions: Vec<TypeName> = all
+            .iter()
+            .flat_map(|p| p.actions.iter().map(|a| a.name.clone()))
+            .collect();
+        let code = emit::Emitter::new(&set, &paths, &services, &actions).emit(&emitted);
+        let emitted_names: BTreeSet<&str> = emitted.iter().map(|p| p.name.as_str()).collect();
+        let sources = set
+            .types
+            .values()
+            .filter(|m| emitted_names.contains(m.name.package.as_str()))
+            .map(|m| m.source.clone())
+            .collect();
+        Ok(Generated {
+            code,
+            sources,
+            packages: emitted_names.iter().map(|s| s.to_string()).collect(),
+        })
+    }
+
+    /// Generates and writes the code; under Cargo, also tells Cargo when to run again.
+    pub fn generate(&self) -> Result<Generated> {
+        let generated = self.generate_string()?;
+        let output = match &self.output {
+            Some(p) => p.clone(),
+            None => {
+                let out_dir = std::env::var_os("OUT_DIR").ok_or_else(|| {
+                    Error::in_file(
+                        Path::new(OUTPUT_FILE),
+                        "OUT_DIR is not set: call generate() from build.rs, or set output()",
+                    )
+                })?;
+                PathBuf::from(out_dir).join(OUTPUT_FILE)
+            }
+        };
+        if std::env::var_os("CARGO").is_some() && std::env::var_os("OUT_DIR").is_some() {
+            for dir in &self.dirs {
+                println!("cargo:rerun-if-changed={}", dir.display());
+            }
+            for s in &generated.sources {
+                println!("cargo:rerun-if-changed={}", s.display());
+            }
+            println!("cargo:rerun-if-env-changed=AMENT_PREFIX_PATH");
+        }
+        // Writing only on change keeps Cargo from recompiling the crate for nothing.
+        if std::fs::read_to_string(&output).ok().as_deref() != Some(generated.code.as_str()) {
+            std::fs::write(&output, &generated.code)
+                .map_err(|e| Error::in_file(&output, format!("cannot write: {e}")))?;
+        }
+        Ok(generated)
+    }
+}
+
+/// Packages that `local` references and nobody provides yet.
+fn missing_packages(local: &[Package], bundled: &BTreeSet<String>) -> Vec<String> {
+    let have: BTreeSet<&str> = local.iter().map(|p| p.name.as_str()).collect();
+    let mut out = BTreeSet::new();
+    let mut note = |m: &model::Message| {
+        for f in &m.fields {
+            if let model::BaseType::Nested(t) = &f.ty.base {
+                if !have.contains(t.package.as_str()) && !bundled.contains(&t.package) {
+                    out.insert(t.package.clone());
+                }
+            }
+        }
+    };
+    for p in local {
+        p.messages.iter().for_each(&mut note);
+        for s in &p.services {
+            note(&s.request);
+            note(&s.response);
+        }
+        for a in &p.actions {
+            note(&a.goal);
+            note(&a.result);
+            note(&a.feedback);
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// What [`Builder::generate`] produced.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// The Rust code.
+    pub code: String,
+    /// The definition files it was generated from.
+    pub sources: BTreeSet<PathBuf>,
+    /// The packages generated.
+    pub packages: Vec<String>,
+}

@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
-use rclev::msg::{AddTwoInts, AddTwoIntsRequest, AddTwoIntsResponse, StringMsg};
+use rclev::interfaces::example_interfaces::srv::AddTwoInts;
+use rclev::interfaces::example_interfaces::srv::AddTwoInts_Request as AddTwoIntsRequest;
+use rclev::interfaces::example_interfaces::srv::AddTwoInts_Response as AddTwoIntsResponse;
+use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::{Context, SpinOptions};
 
 #[tokio::main]

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rclev::msg::StringMsg;
+use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::{Context, SpinOptions};
 
 fn main() -> Result<(), rclev::Error> {

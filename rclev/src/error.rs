@@ -88,8 +88,8 @@ pub enum Error {
     #[error("spin() was called from a callback of the same executor; halt or shut down the executor instead, or spawn a task")]
     SpinInsideCallback,
     /// A message could not be (de)serialized.
-    #[error("serialization failed: {0}")]
-    Serialization(String),
+    #[error("CDR (de)serialization failed: {0}")]
+    Serialization(crate::msg::CdrError),
     /// An operation the clock's type does not support.
     #[error("invalid clock: {0}")]
     InvalidClock(&'static str),

@@ -6,7 +6,7 @@
 //! and moves messages as `Arc`s.
 //!
 //! ```
-//! use rclev::{Context, SpinOptions, msg::StringMsg};
+//! use rclev::{Context, SpinOptions, interfaces::std_msgs::msg::String as StringMsg};
 //! use std::time::Duration;
 //!
 //! let executor = Context::default().create_basic_executor();
@@ -29,6 +29,7 @@ mod context;
 mod error;
 pub mod executor;
 mod handle;
+pub mod interfaces;
 pub mod logging;
 #[cfg(all(test, rclev_loom))]
 mod loom_model;
@@ -73,3 +74,20 @@ pub use action::{
     ActionClient, ActionServer, ActionServerOptions, CancelResponse, ClientGoalHandle, GoalEnd,
     GoalResponse, GoalState, ServerGoalHandle,
 };
+
+/// Includes the interface types a `build.rs` generated with `rclev_codegen::Builder`.
+///
+/// Expands to `include!(concat!(env!("OUT_DIR"), "/rclev_interfaces.rs"))`: one module per
+/// generated package, each with `msg`, `srv` and `action` submodules. Types they reference
+/// from the standard packages are [`interfaces`]' own.
+///
+/// ```ignore
+/// rclev::include_interfaces!();
+/// use my_robot_msgs::msg::Telemetry;
+/// ```
+#[macro_export]
+macro_rules! include_interfaces {
+    () => {
+        include!(concat!(env!("OUT_DIR"), "/rclev_interfaces.rs"));
+    };
+}

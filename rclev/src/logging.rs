@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use crate::clock::{steady_nanos, Clock, Time};
-use crate::msg::Log;
+use crate::interfaces::rcl_interfaces::msg::Log;
 use crate::node::{NodeState, Publisher};
 use crate::sync::lock;
 

@@ -8,10 +8,13 @@ use std::time::{Duration, Instant};
 
 use common::spin_until;
 use futures::StreamExt;
-use rclev::msg::action::GoalStatusArray;
-use rclev::msg::{
-    Clock as ClockMsg, Fibonacci, FibonacciFeedback, FibonacciGoal, FibonacciResult, TimeMsg,
-};
+use rclev::interfaces::action_msgs::msg::GoalStatusArray;
+use rclev::interfaces::builtin_interfaces::msg::Time as TimeMsg;
+use rclev::interfaces::example_interfaces::action::Fibonacci;
+use rclev::interfaces::example_interfaces::action::Fibonacci_Feedback as FibonacciFeedback;
+use rclev::interfaces::example_interfaces::action::Fibonacci_Goal as FibonacciGoal;
+use rclev::interfaces::example_interfaces::action::Fibonacci_Result as FibonacciResult;
+use rclev::interfaces::rosgraph_msgs::msg::Clock as ClockMsg;
 use rclev::{
     ActionServer, ActionServerOptions, CancelResponse, ClockType, Context, Error, Executor,
     GoalEnd, GoalResponse, GoalState, IntoPrimitiveOptions, Node, NodeOptions, QoSProfile,

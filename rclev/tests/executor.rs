@@ -7,7 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{count_to, spin_until};
-use rclev::msg::{AddTwoInts, AddTwoIntsRequest, AddTwoIntsResponse, Int64};
+use rclev::interfaces::example_interfaces::srv::AddTwoInts;
+use rclev::interfaces::example_interfaces::srv::AddTwoInts_Request as AddTwoIntsRequest;
+use rclev::interfaces::example_interfaces::srv::AddTwoInts_Response as AddTwoIntsResponse;
+use rclev::interfaces::std_msgs::msg::Int64;
 use rclev::{
     Context, Error, ExecutorOptions, IntoPrimitiveOptions, QoSProfile, RuntimeChoice, SpinOptions,
 };

@@ -8,7 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::spin_until;
-use rclev::msg::{Clock as ClockMsg, Fibonacci, FibonacciGoal, FibonacciResult, TimeMsg};
+use rclev::interfaces::builtin_interfaces::msg::Time as TimeMsg;
+use rclev::interfaces::example_interfaces::action::Fibonacci;
+use rclev::interfaces::example_interfaces::action::Fibonacci_Goal as FibonacciGoal;
+use rclev::interfaces::example_interfaces::action::Fibonacci_Result as FibonacciResult;
+use rclev::interfaces::rosgraph_msgs::msg::Clock as ClockMsg;
 use rclev::{
     ActionServerOptions, CancelResponse, Context, Error, GoalEnd, GoalResponse, GoalState,
     IntoTimerOptions, NodeOptions, ServerGoalHandle, SpinOptions, TimerInfo,
@@ -230,7 +234,9 @@ fn resolve<T>(fut: impl std::future::Future<Output = T>) -> T {
 
 #[test]
 fn client_calls_resolve_with_shutdown() {
-    use rclev::msg::{AddTwoInts, AddTwoIntsRequest, AddTwoIntsResponse};
+    use rclev::interfaces::example_interfaces::srv::AddTwoInts;
+    use rclev::interfaces::example_interfaces::srv::AddTwoInts_Request as AddTwoIntsRequest;
+    use rclev::interfaces::example_interfaces::srv::AddTwoInts_Response as AddTwoIntsResponse;
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("calls").unwrap();
     let _service = node
@@ -291,7 +297,7 @@ fn action_futures_and_feedback_end_with_shutdown() {
 
 #[test]
 fn workers_and_entities_after_shutdown_are_refused() {
-    use rclev::msg::Int64;
+    use rclev::interfaces::std_msgs::msg::Int64;
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("early").unwrap();
     let worker = node.create_worker(0u32).unwrap();
@@ -329,10 +335,10 @@ fn batch_subscription(
     on_first: impl Fn() + Send + 'static,
 ) -> (
     rclev::Executor,
-    rclev::Subscription<rclev::msg::Int64>,
+    rclev::Subscription<rclev::interfaces::std_msgs::msg::Int64>,
     Arc<Mutex<Vec<i64>>>,
 ) {
-    use rclev::msg::Int64;
+    use rclev::interfaces::std_msgs::msg::Int64;
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("batch").unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -533,7 +539,7 @@ fn a_panicking_promise_ends_the_spin_with_its_error() {
 
 #[test]
 fn no_subscription_callback_starts_after_drop_returned() {
-    use rclev::msg::Int64;
+    use rclev::interfaces::std_msgs::msg::Int64;
     use std::sync::atomic::AtomicBool;
     let executor = Arc::new(Context::default().create_basic_executor());
     let node = executor.create_node("dropper").unwrap();
@@ -886,7 +892,7 @@ fn a_second_ctrl_c_ends_a_stuck_program() {
 #[test]
 fn subscription_streams_end_after_shutdown() {
     use futures::StreamExt;
-    use rclev::msg::Int64;
+    use rclev::interfaces::std_msgs::msg::Int64;
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("streams").unwrap();
     let mut stream = node.create_subscription_stream::<Int64>("s").unwrap();

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rclev::msg::Log;
+use rclev::interfaces::rcl_interfaces::msg::Log;
 use rclev::{
     Context, Error, IntoPrimitiveOptions, LogSeverity, NodeOptions, Parameter, ParameterDescriptor,
     ParameterError, ParameterValue, QoSProfile, SpinOptions,

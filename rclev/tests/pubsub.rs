@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use common::{count_to, spin_until};
 use futures::StreamExt;
-use rclev::msg::{Int64, StringMsg};
+use rclev::interfaces::std_msgs::msg::Int64;
+use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::{Context, Error, IntoPrimitiveOptions, NameKind, NodeOptions, QoSProfile, SpinOptions};
 use tokio::sync::Semaphore;
 

@@ -23,10 +23,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use rclev::msg::{
-    AddTwoInts, AddTwoIntsRequest, AddTwoIntsResponse, Fibonacci, FibonacciGoal, FibonacciResult,
-    Int64,
-};
+use rclev::interfaces::example_interfaces::action::Fibonacci;
+use rclev::interfaces::example_interfaces::action::Fibonacci_Goal as FibonacciGoal;
+use rclev::interfaces::example_interfaces::action::Fibonacci_Result as FibonacciResult;
+use rclev::interfaces::example_interfaces::srv::AddTwoInts;
+use rclev::interfaces::example_interfaces::srv::AddTwoInts_Request as AddTwoIntsRequest;
+use rclev::interfaces::example_interfaces::srv::AddTwoInts_Response as AddTwoIntsResponse;
+use rclev::interfaces::std_msgs::msg::Int64;
 use rclev::{
     ActionClient, ActionServer, ActionServerOptions, CancelResponse, Client, Context, Error,
     Executor, ExecutorOptions, GoalEnd, GoalResponse, GoalState, IntoPrimitiveOptions,

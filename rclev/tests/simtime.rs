@@ -4,7 +4,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rclev::msg::{Clock as ClockMsg, TimeMsg};
+use rclev::interfaces::builtin_interfaces::msg::Time as TimeMsg;
+use rclev::interfaces::rosgraph_msgs::msg::Clock as ClockMsg;
 use rclev::{
     ClockChange, ClockType, Context, Executor, IntoTimerOptions, JumpThreshold, Node, NodeOptions,
     Publisher, SpinOptions, TimeJump, TimerInfo,

@@ -11,14 +11,13 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::server::{endpoint, service_endpoint, status_qos};
 use super::GoalState;
+use super::GoalUuid;
 use crate::clock::Lifeline;
 use crate::error::{Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
-use crate::msg::action::{
-    ActionType, CancelGoalRequest, CancelGoalResponse, FeedbackMessage, GetResultRequest,
-    GetResultResponse, GoalInfo, GoalStatusArray, GoalUuid, SendGoalRequest, SendGoalResponse,
-};
-use crate::msg::Message;
+use crate::interfaces::action_msgs::msg::{GoalInfo, GoalStatusArray};
+use crate::interfaces::action_msgs::srv::{CancelGoal, CancelGoal_Request, CancelGoal_Response};
+use crate::msg::{ActionType, GetResultResponse, Message, SendGoalResponse};
 use crate::node::pubsub::downcast;
 use crate::node::service::unwrap_payload;
 use crate::node::WorkerCore;
@@ -41,9 +40,9 @@ struct ClientInner<A: ActionType> {
     feedback: Arc<dyn SubscriptionPort>,
     status: Arc<dyn SubscriptionPort>,
     dispatch: Arc<EntityDispatch>,
-    goal_responses: Waiters<SendGoalResponse>,
-    cancel_responses: Waiters<CancelGoalResponse>,
-    result_responses: Waiters<GetResultResponse<A::Result>>,
+    goal_responses: Waiters<SendGoalResponse<A>>,
+    cancel_responses: Waiters<CancelGoal_Response>,
+    result_responses: Waiters<GetResultResponse<A>>,
     goals: Mutex<HashMap<GoalUuid, ClientGoal<A>>>,
     /// Ends the client's futures and feedback streams when the executor shuts down.
     life: Arc<Lifeline>,
@@ -67,23 +66,19 @@ pub(crate) fn create_action_client<A: ActionType>(
     let dispatch = EntityDispatch::unbound(core.mailbox.clone());
     let hook = || dispatch.clone() as Arc<dyn ReadyHook>;
     let send_goal = transport.create_client(
-        &service_endpoint::<SendGoalRequest<A::Goal>, SendGoalResponse>(core, &full, "send_goal")?,
+        &service_endpoint::<A::SendGoal>(core, &full, "send_goal")?,
         hook(),
     )?;
     let cancel_goal = transport.create_client(
-        &service_endpoint::<CancelGoalRequest, CancelGoalResponse>(core, &full, "cancel_goal")?,
+        &service_endpoint::<CancelGoal>(core, &full, "cancel_goal")?,
         hook(),
     )?;
     let get_result = transport.create_client(
-        &service_endpoint::<GetResultRequest, GetResultResponse<A::Result>>(
-            core,
-            &full,
-            "get_result",
-        )?,
+        &service_endpoint::<A::GetResult>(core, &full, "get_result")?,
         hook(),
     )?;
     let feedback = transport.create_subscription(
-        &endpoint::<FeedbackMessage<A::Feedback>>(
+        &endpoint::<A::FeedbackMessage>(
             core,
             &full,
             "feedback",
@@ -173,7 +168,7 @@ impl<A: ActionType> ActionClientState<A> {
             &inner.life,
             &*inner.send_goal,
             &inner.goal_responses,
-            SendGoalRequest { goal_id: id, goal },
+            A::send_goal_request(id, goal),
         );
         async move {
             let forget = |inner: &ClientInner<A>| {
@@ -190,7 +185,7 @@ impl<A: ActionType> ActionClientState<A> {
                     return Err(e);
                 }
             };
-            if !response.accepted {
+            if !A::split_send_goal_response(&response).0 {
                 forget(&inner);
                 return Err(Error::GoalRejected);
             }
@@ -208,7 +203,7 @@ impl<A: ActionType> ActionClientState<A> {
                 &inner.life,
                 &*inner.get_result,
                 &inner.result_responses,
-                GetResultRequest { goal_id: id },
+                A::get_result_request(id),
             );
             Ok(ClientGoalHandle {
                 id,
@@ -251,9 +246,10 @@ impl<A: ActionType> Executable for ClientInner<A> {
             let Some((p, _)) = self.feedback.take() else {
                 break;
             };
-            let msg: Arc<FeedbackMessage<A::Feedback>> = downcast(p);
-            if let Some(g) = lock(&self.goals).get(&msg.goal_id) {
-                let _ = g.feedback.send(msg.feedback.clone());
+            let msg: Arc<A::FeedbackMessage> = downcast(p);
+            let (goal_id, feedback) = A::split_feedback_message(Arc::unwrap_or_clone(msg));
+            if let Some(g) = lock(&self.goals).get(&goal_id) {
+                let _ = g.feedback.send(feedback);
             }
             feedback_left |= i + 1 == MAX_BATCH;
         }
@@ -292,7 +288,7 @@ impl<A: ActionType> Executable for ClientInner<A> {
     }
 }
 
-type ResultWaiter<R> = Result<oneshot::Receiver<Result<GetResultResponse<R>>>>;
+type ResultWaiter<A> = Result<oneshot::Receiver<Result<GetResultResponse<A>>>>;
 
 /// The client's handle on an accepted goal.
 pub struct ClientGoalHandle<A: ActionType> {
@@ -300,7 +296,7 @@ pub struct ClientGoalHandle<A: ActionType> {
     inner: Arc<ClientInner<A>>,
     feedback: Mutex<Option<mpsc::UnboundedReceiver<A::Feedback>>>,
     status: watch::Receiver<GoalState>,
-    result: Mutex<Option<ResultWaiter<A::Result>>>,
+    result: Mutex<Option<ResultWaiter<A>>>,
 }
 
 impl<A: ActionType> std::fmt::Debug for ClientGoalHandle<A> {
@@ -348,9 +344,10 @@ impl<A: ActionType> ClientGoalHandle<A> {
             let outcome = answered(&inner.life, rx, inner.name.clone()).await;
             match outcome {
                 Ok(r) => {
-                    let state = GoalState::from_i8(r.status);
+                    let (status, result) = A::split_get_result_response(r);
+                    let state = GoalState::from_i8(status);
                     inner.finish_goal(&id, state);
-                    Ok((state, r.result))
+                    Ok((state, result))
                 }
                 Err(e) => {
                     inner.finish_goal(&id, GoalState::Unknown);
@@ -362,11 +359,11 @@ impl<A: ActionType> ClientGoalHandle<A> {
 
     /// Asks the server to cancel this goal; resolves to its answer (`return_code` 0 when the
     /// goal is now canceling).
-    pub fn cancel(&self) -> impl Future<Output = Result<CancelGoalResponse>> + Send + 'static {
-        let request = CancelGoalRequest {
+    pub fn cancel(&self) -> impl Future<Output = Result<CancelGoal_Response>> + Send + 'static {
+        let request = CancelGoal_Request {
             goal_info: GoalInfo {
                 goal_id: self.id,
-                stamp: crate::msg::TimeMsg::default(),
+                stamp: Default::default(),
             },
         };
         let sent = call(

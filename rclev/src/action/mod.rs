@@ -13,6 +13,9 @@ mod server;
 
 pub(crate) use client::create_action_client;
 pub use client::{ActionClient, ActionClientState, ClientGoalHandle, FeedbackStream};
+
+/// A goal's id: `unique_identifier_msgs/msg/UUID`.
+pub type GoalUuid = crate::interfaces::unique_identifier_msgs::msg::UUID;
 pub(crate) use server::{async_execute, create_action_server, handlers, sync_execute, ExecuteFn};
 pub use server::{
     ActionServer, ActionServerOptions, ActionServerState, CancelResponse, GoalEnd, GoalResponse,

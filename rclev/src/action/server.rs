@@ -9,15 +9,14 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 
+use super::GoalUuid;
 use super::{GoalEvent, GoalState};
 use crate::clock::ClockType;
 use crate::error::{panic_message, Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
-use crate::msg::action::{
-    ActionType, CancelGoalRequest, CancelGoalResponse, FeedbackMessage, GetResultRequest,
-    GetResultResponse, GoalInfo, GoalStatus, GoalStatusArray, GoalUuid, SendGoalRequest,
-    SendGoalResponse,
-};
+use crate::interfaces::action_msgs::msg::{GoalInfo, GoalStatus, GoalStatusArray};
+use crate::interfaces::action_msgs::srv::{CancelGoal, CancelGoal_Request, CancelGoal_Response};
+use crate::msg::{ActionType, GetResultRequest, SendGoalRequest, ServiceType};
 use crate::node::service::unwrap_payload;
 use crate::node::{Callback, WorkerCore};
 use crate::qos::{IntoPrimitiveOptions, QoSProfile};
@@ -167,17 +166,17 @@ pub(crate) fn endpoint<T: crate::msg::Message>(
 
 /// One of the three services' endpoints (`send_goal`, `cancel_goal`, `get_result`), on the
 /// default QoS.
-pub(crate) fn service_endpoint<Req: crate::msg::Message, Resp: crate::msg::Message>(
+pub(crate) fn service_endpoint<S: ServiceType>(
     core: &WorkerCore,
     name: &str,
     suffix: &str,
 ) -> Result<Endpoint> {
-    endpoint::<Req>(
+    endpoint::<S::Request>(
         core,
         name,
         suffix,
         QoSProfile::default(),
-        Some(TypeSupport::of::<Resp>()),
+        Some(TypeSupport::of::<S::Response>()),
     )
 }
 
@@ -200,22 +199,18 @@ pub(crate) fn create_action_server<A: ActionType>(
     let d = || dispatch.clone() as Arc<dyn crate::transport::ReadyHook>;
     let qos = QoSProfile::default();
     let send_goal = transport.create_service(
-        &service_endpoint::<SendGoalRequest<A::Goal>, SendGoalResponse>(core, &full, "send_goal")?,
+        &service_endpoint::<A::SendGoal>(core, &full, "send_goal")?,
         d(),
     )?;
     let cancel_goal = transport.create_service(
-        &service_endpoint::<CancelGoalRequest, CancelGoalResponse>(core, &full, "cancel_goal")?,
+        &service_endpoint::<CancelGoal>(core, &full, "cancel_goal")?,
         d(),
     )?;
     let get_result = transport.create_service(
-        &service_endpoint::<GetResultRequest, GetResultResponse<A::Result>>(
-            core,
-            &full,
-            "get_result",
-        )?,
+        &service_endpoint::<A::GetResult>(core, &full, "get_result")?,
         d(),
     )?;
-    let feedback = transport.create_publisher(&endpoint::<FeedbackMessage<A::Feedback>>(
+    let feedback = transport.create_publisher(&endpoint::<A::FeedbackMessage>(
         core, &full, "feedback", qos, None,
     )?)?;
     let status = transport.create_publisher(&endpoint::<GoalStatusArray>(
@@ -303,7 +298,7 @@ impl<A: ActionType> ServerInner<A> {
         let status_list = lock(&self.goals)
             .values()
             .map(|g| GoalStatus {
-                goal_info: g.info.clone(),
+                goal_info: g.info,
                 status: g.state as i8,
             })
             .collect();
@@ -313,13 +308,9 @@ impl<A: ActionType> ServerInner<A> {
     }
 
     fn respond_result(&self, rid: RequestId, status: GoalState, result: A::Result) {
-        let _ = self.get_result.send_response(
-            rid,
-            Arc::new(GetResultResponse {
-                status: status as i8,
-                result,
-            }),
-        );
+        let _ = self
+            .get_result
+            .send_response(rid, Arc::new(A::get_result_response(status as i8, result)));
     }
 
     fn transition(
@@ -410,32 +401,23 @@ impl<A: ActionType> ServerInner<A> {
         }
     }
 
-    fn on_send_goal(
-        &self,
-        cx: &mut ExecContext<'_>,
-        rid: RequestId,
-        request: SendGoalRequest<A::Goal>,
-    ) {
+    fn on_send_goal(&self, cx: &mut ExecContext<'_>, rid: RequestId, request: SendGoalRequest<A>) {
         let label = self.label();
         let mut handlers = lock(&self.handlers);
+        let (id, goal) = A::split_send_goal_request(request);
         let verdict = cx
-            .guarded(&label, |_| (handlers.goal)(&request.goal_id, &request.goal))
+            .guarded(&label, |_| (handlers.goal)(&id, &goal))
             .unwrap_or(GoalResponse::Reject);
-        let id = request.goal_id;
         let duplicate = lock(&self.goals).contains_key(&id);
         let stamp = self.worker.node.clock.now().to_msg();
         if verdict == GoalResponse::Reject || duplicate {
-            let _ = self.send_goal.send_response(
-                rid,
-                Arc::new(SendGoalResponse {
-                    accepted: false,
-                    stamp,
-                }),
-            );
+            let _ = self
+                .send_goal
+                .send_response(rid, Arc::new(A::send_goal_response(false, stamp)));
             return;
         }
         let cancel = Arc::new(CancelSignal::default());
-        let goal = Arc::new(request.goal);
+        let goal = Arc::new(goal);
         let mut goals = lock(&self.goals);
         if self.is_closed() {
             // The client was already told the server is gone.
@@ -444,10 +426,7 @@ impl<A: ActionType> ServerInner<A> {
         goals.insert(
             id,
             GoalEntry {
-                info: GoalInfo {
-                    goal_id: id,
-                    stamp: stamp.clone(),
-                },
+                info: GoalInfo { goal_id: id, stamp },
                 goal: goal.clone(),
                 state: GoalState::Accepted,
                 result: None,
@@ -457,13 +436,9 @@ impl<A: ActionType> ServerInner<A> {
             },
         );
         drop(goals);
-        let _ = self.send_goal.send_response(
-            rid,
-            Arc::new(SendGoalResponse {
-                accepted: true,
-                stamp,
-            }),
-        );
+        let _ = self
+            .send_goal
+            .send_response(rid, Arc::new(A::send_goal_response(true, stamp)));
         if verdict == GoalResponse::AcceptAndExecute {
             let _ = self.transition(&id, GoalEvent::Execute, None);
         } else {
@@ -502,7 +477,7 @@ impl<A: ActionType> ServerInner<A> {
         }
     }
 
-    fn on_cancel(&self, cx: &mut ExecContext<'_>, rid: RequestId, request: CancelGoalRequest) {
+    fn on_cancel(&self, cx: &mut ExecContext<'_>, rid: RequestId, request: CancelGoal_Request) {
         let target = request.goal_info.goal_id;
         let before = request.goal_info.stamp.as_nanos();
         // ROS 2 semantics: a zero id with a zero stamp cancels every goal; a stamp also cancels
@@ -539,7 +514,7 @@ impl<A: ActionType> ServerInner<A> {
                 signal.requested.store(true, Ordering::Release);
                 signal.notify.notify_waiters();
                 if let Some(g) = lock(&self.goals).get(&id) {
-                    canceling.push(g.info.clone());
+                    canceling.push(g.info);
                 }
             }
         }
@@ -554,17 +529,18 @@ impl<A: ActionType> ServerInner<A> {
         };
         let _ = self.cancel_goal.send_response(
             rid,
-            Arc::new(CancelGoalResponse {
+            Arc::new(CancelGoal_Response {
                 return_code,
                 goals_canceling: canceling,
             }),
         );
     }
 
-    fn on_get_result(&self, rid: RequestId, request: GetResultRequest) {
+    fn on_get_result(&self, rid: RequestId, request: GetResultRequest<A>) {
+        let goal_id = A::get_result_request_goal_id(&request);
         let ready = {
             let mut goals = lock(&self.goals);
-            match goals.get_mut(&request.goal_id) {
+            match goals.get_mut(&goal_id) {
                 None => Some((GoalState::Unknown, A::Result::default())),
                 Some(g) if g.state.is_terminal() => {
                     Some((g.state, g.result.clone().unwrap_or_default()))
@@ -686,10 +662,9 @@ impl<A: ActionType> ServerGoalHandle<A> {
         if self.state().is_terminal() || self.state() == GoalState::Unknown {
             return Err(Error::GoalUnknown(self.id.to_string()));
         }
-        server.feedback.publish(Arc::new(FeedbackMessage {
-            goal_id: self.id,
-            feedback,
-        }))
+        server
+            .feedback
+            .publish(Arc::new(A::feedback_message(self.id, feedback)))
     }
 
     /// Whether a cancel request for this goal was accepted.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::Error;
-use crate::msg::{DurationMsg, TimeMsg};
+use crate::interfaces::builtin_interfaces::msg::{Duration as DurationMsg, Time as TimeMsg};
 
 /// Which time source a clock reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -137,7 +137,7 @@ pub struct NodeState {
     parameters: Parameters,
     logger: Logger,
     /// The `/clock` subscription while `use_sim_time` is on.
-    clock_subscription: Mutex<Option<Subscription<crate::msg::Clock>>>,
+    clock_subscription: Mutex<Option<Subscription<crate::interfaces::rosgraph_msgs::msg::Clock>>>,
 }
 
 /// A shared handle to a node.
@@ -228,9 +228,11 @@ impl NodeState {
             let created = pubsub::create_subscription(
                 &self.core,
                 "/clock".qos(QoSProfile::clock()),
-                Callback::plain(move |m: Arc<crate::msg::Clock>| {
-                    s.set_sim_time(m.clock.as_nanos())
-                }),
+                Callback::plain(
+                    move |m: Arc<crate::interfaces::rosgraph_msgs::msg::Clock>| {
+                        s.set_sim_time(m.clock.as_nanos())
+                    },
+                ),
             );
             match created {
                 Ok(created) => *sub = Some(created),
@@ -510,7 +512,7 @@ impl NodeState {
     ) -> Result<crate::ActionServer<A>>
     where
         A: crate::msg::ActionType,
-        G: FnMut(&crate::msg::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
+        G: FnMut(&crate::action::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
         C: FnMut(&crate::ServerGoalHandle<A>) -> crate::CancelResponse + Send + 'static,
         E: FnMut(crate::ServerGoalHandle<A>) -> Fut + Send + 'static,
         Fut: Future<Output = crate::GoalEnd<A::Result>> + Send + 'static,
@@ -536,7 +538,7 @@ impl NodeState {
     ) -> Result<crate::ActionServer<A>>
     where
         A: crate::msg::ActionType,
-        G: FnMut(&crate::msg::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
+        G: FnMut(&crate::action::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
         C: FnMut(&crate::ServerGoalHandle<A>) -> crate::CancelResponse + Send + 'static,
         E: FnMut(crate::ServerGoalHandle<A>) + Send + 'static,
     {

@@ -212,7 +212,7 @@ impl ReadyHook for StreamHook {
 /// # #[tokio::main(flavor = "multi_thread")]
 /// # async fn main() {
 /// use futures::StreamExt;
-/// use rclev::{Context, msg::StringMsg};
+/// use rclev::{Context, interfaces::std_msgs::msg::String as StringMsg};
 ///
 /// let executor = Context::default().create_basic_executor();
 /// let node = executor.create_node("listener").unwrap();

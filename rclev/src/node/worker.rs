@@ -86,7 +86,7 @@ impl WorkerCore {
     ) -> Result<crate::ActionServer<A>>
     where
         A: crate::msg::ActionType,
-        G: FnMut(&crate::msg::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
+        G: FnMut(&crate::action::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
         C: FnMut(&crate::ServerGoalHandle<A>) -> crate::CancelResponse + Send + 'static,
     {
         let (goal, cancel) = crate::action::handlers::<A>(goal, cancel);
@@ -130,7 +130,7 @@ impl Drop for WorkerCore {
 /// time, and run in parallel with other workers' callbacks.
 ///
 /// ```
-/// use rclev::{Context, SpinOptions, msg::Int64};
+/// use rclev::{Context, SpinOptions, interfaces::std_msgs::msg::Int64};
 /// use std::time::Duration;
 ///
 /// let executor = Context::default().create_basic_executor();
@@ -267,7 +267,7 @@ impl<P: Send + 'static> WorkerState<P> {
     ) -> Result<crate::ActionServer<A>>
     where
         A: crate::msg::ActionType,
-        G: FnMut(&crate::msg::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
+        G: FnMut(&crate::action::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
         C: FnMut(&crate::ServerGoalHandle<A>) -> crate::CancelResponse + Send + 'static,
         E: FnMut(crate::ServerGoalHandle<A>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = crate::GoalEnd<A::Result>> + Send + 'static,

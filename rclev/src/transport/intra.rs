@@ -538,7 +538,9 @@ impl Transport for IntraProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::msg::{AddTwoIntsRequest, AddTwoIntsResponse};
+    use crate::interfaces::example_interfaces::srv::{
+        AddTwoInts_Request as AddTwoIntsRequest, AddTwoInts_Response as AddTwoIntsResponse,
+    };
 
     struct CountingHook(AtomicU64);
 

@@ -51,10 +51,11 @@ impl TypeSupport {
         fn ser<T: Message>(v: &(dyn Any + Send + Sync)) -> Result<Vec<u8>> {
             match v.downcast_ref::<T>() {
                 Some(m) => crate::msg::to_cdr(m),
-                None => Err(Error::Serialization(format!(
-                    "payload is not {}",
-                    T::TYPE_NAME
-                ))),
+                None => Err(Error::TopicTypeMismatch {
+                    topic: "(payload to serialize)".into(),
+                    existing: "another Rust type".into(),
+                    requested: T::TYPE_NAME.into(),
+                }),
             }
         }
         fn de<T: Message>(b: &[u8]) -> Result<Payload> {

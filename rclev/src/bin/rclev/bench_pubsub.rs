@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use rclev::msg::Int64;
+use rclev::interfaces::std_msgs::msg::Int64;
 use rclev::{Context, IntoPrimitiveOptions, QoSProfile, SpinOptions};
 use serde::Serialize;
 

@@ -5,7 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use rclev::msg::{Fibonacci, FibonacciFeedback, FibonacciGoal, FibonacciResult, StringMsg};
+use rclev::interfaces::example_interfaces::action::Fibonacci;
+use rclev::interfaces::example_interfaces::action::Fibonacci_Feedback as FibonacciFeedback;
+use rclev::interfaces::example_interfaces::action::Fibonacci_Goal as FibonacciGoal;
+use rclev::interfaces::example_interfaces::action::Fibonacci_Result as FibonacciResult;
+use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::{
     ActionServerOptions, CancelResponse, Context, GoalEnd, GoalResponse, ServerGoalHandle,
     SpinOptions,

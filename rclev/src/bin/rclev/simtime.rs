@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use rclev::msg::{Clock as ClockMsg, TimeMsg};
+use rclev::interfaces::builtin_interfaces::msg::Time as TimeMsg;
+use rclev::interfaces::rosgraph_msgs::msg::Clock as ClockMsg;
 use rclev::{
     Context, Executor, IntoTimerOptions, Node, NodeOptions, SpinOptions, Timer, TimerInfo,
 };

@@ -173,10 +173,15 @@ pub fn bundled_packages() -> Result<Vec<Package>> {
         .collect()
 }
 
-/// The directories in `AMENT_PREFIX_PATH` that hold `share/<package>` with interfaces.
-pub fn find_in_ament_prefix_path(package: &str) -> Option<PathBuf> {
-    let prefixes = std::env::var_os("AMENT_PREFIX_PATH")?;
-    std::env::split_paths(&prefixes)
+/// The first `<prefix>/share/<package>` with interfaces, searching `extra` prefixes first,
+/// then those in `AMENT_PREFIX_PATH`.
+pub fn find_in_prefixes(package: &str, extra: &[PathBuf]) -> Option<PathBuf> {
+    let from_env = std::env::var_os("AMENT_PREFIX_PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    extra
+        .iter()
+        .chain(from_env.iter())
         .map(|prefix| prefix.join("share").join(package))
         .find(|dir| {
             ["msg", "srv", "action"]
@@ -190,6 +195,7 @@ pub fn find_in_ament_prefix_path(package: &str) -> Option<PathBuf> {
 pub struct Builder {
     dirs: Vec<PathBuf>,
     ament_packages: Vec<String>,
+    prefixes: Vec<PathBuf>,
     search_ament: bool,
     output: Option<PathBuf>,
     runtime: String,
@@ -210,6 +216,7 @@ impl Builder {
         Self {
             dirs: Vec::new(),
             ament_packages: Vec::new(),
+            prefixes: Vec::new(),
             search_ament: true,
             output: None,
             runtime: "::rclev::msg".into(),
@@ -228,6 +235,13 @@ impl Builder {
     /// (`<prefix>/share/<name>`). A package rclev ships is taken from rclev instead.
     pub fn ament_package(mut self, name: impl Into<String>) -> Self {
         self.ament_packages.push(name.into());
+        self
+    }
+
+    /// Searches `prefix` (an install prefix holding `share/<pkg>/msg`, …) before
+    /// `AMENT_PREFIX_PATH`, for [`ament_package`](Self::ament_package) and dependencies.
+    pub fn ament_prefix(mut self, prefix: impl Into<PathBuf>) -> Self {
+        self.prefixes.push(prefix.into());
         self
     }
 
@@ -296,7 +310,7 @@ impl Builder {
                 {
                     continue;
                 }
-                match find_in_ament_prefix_path(&name) {
+                match find_in_prefixes(&name, &self.prefixes) {
                     Some(dir) => {
                         local.push(load_package_dir(&dir)?);
                         added = true;

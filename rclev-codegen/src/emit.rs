@@ -172,6 +172,21 @@ impl<'a> Emitter<'a> {
         for p in packages {
             self.emit_package(&mut out, p);
         }
+        let rt = &self.paths.runtime;
+        out.push_str("/// Every message type generated here (including the request, response and event\n/// messages of services and the protocol messages of actions), for lookups by name.\n");
+        let _ = writeln!(out, "pub const MESSAGE_TYPES: &[{rt}::TypeInfo] = &[");
+        for p in packages {
+            for t in self.set.types.keys() {
+                if t.package == p.name && self.kinds[t] == Kind::Struct {
+                    let _ = writeln!(
+                        out,
+                        "    {rt}::TypeInfo::of::<self::{}::{}::{}>(),",
+                        t.package, t.namespace, t.name
+                    );
+                }
+            }
+        }
+        out.push_str("];\n");
         out
     }
 

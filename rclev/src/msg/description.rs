@@ -108,3 +108,28 @@ fn individual_json(out: &mut String, d: &IndividualTypeDescription) {
     }
     out.push_str("]}");
 }
+
+/// A message type's identity and description, as a value: what a registry of types holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypeInfo {
+    /// `pkg/msg/Name`.
+    pub type_name: &'static str,
+    /// `pkg::msg::dds_::Name_`.
+    pub dds_type_name: &'static str,
+    /// The RIHS01 hash.
+    pub hash: TypeHash,
+    /// The type description.
+    pub description: TypeDescription,
+}
+
+impl TypeInfo {
+    /// The identity of message type `T`.
+    pub const fn of<T: super::Message>() -> Self {
+        Self {
+            type_name: T::TYPE_NAME,
+            dds_type_name: T::DDS_TYPE_NAME,
+            hash: T::TYPE_HASH,
+            description: T::TYPE_DESCRIPTION,
+        }
+    }
+}

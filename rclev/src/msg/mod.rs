@@ -12,7 +12,9 @@ pub mod cdr;
 mod description;
 
 pub use cdr::{CdrError, CdrReader, CdrWriter};
-pub use description::{FieldDescription, IndividualTypeDescription, TypeDescription, TypeHash};
+pub use description::{
+    FieldDescription, IndividualTypeDescription, TypeDescription, TypeHash, TypeInfo,
+};
 
 use crate::interfaces::builtin_interfaces::msg::Time;
 use crate::interfaces::unique_identifier_msgs::msg::UUID;

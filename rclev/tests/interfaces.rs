@@ -1,0 +1,115 @@
+//! The shipped interfaces carry what a wire transport needs, consistently: each type's
+//! description hashes to its hash, names follow ROS 2's DDS conventions, and the action and
+//! service types tie their parts together. (The hashes themselves are checked against the
+//! official ROS 2 Jazzy ones in rclev-codegen's oracle tests.)
+
+use std::collections::BTreeSet;
+
+use rclev::interfaces::{example_interfaces, std_msgs, MESSAGE_TYPES};
+use rclev::msg::{ActionType, Message, ServiceType, TypeDescription, TypeHash};
+use sha2::{Digest, Sha256};
+
+fn rihs01(d: &TypeDescription) -> TypeHash {
+    TypeHash(Sha256::digest(d.hash_input().as_bytes()).into())
+}
+
+#[test]
+fn every_description_hashes_to_the_types_hash() {
+    let mut names = BTreeSet::new();
+    for t in MESSAGE_TYPES {
+        assert!(names.insert(t.type_name), "{} listed twice", t.type_name);
+        assert_eq!(rihs01(&t.description), t.hash, "{}", t.type_name);
+        assert_eq!(t.description.type_description.type_name, t.type_name);
+        // pkg/ns/Name -> pkg::ns::dds_::Name_
+        let parts: Vec<&str> = t.type_name.split('/').collect();
+        assert_eq!(
+            t.dds_type_name,
+            format!("{}::{}::dds_::{}_", parts[0], parts[1], parts[2])
+        );
+        // The referenced types are exactly the nested ones, transitively, sorted.
+        let refs: Vec<&str> = t
+            .description
+            .referenced_type_descriptions
+            .iter()
+            .map(|r| r.type_name)
+            .collect();
+        let mut sorted = refs.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(refs, sorted, "{}", t.type_name);
+        let mut nested = BTreeSet::new();
+        for d in std::iter::once(&t.description.type_description)
+            .chain(t.description.referenced_type_descriptions)
+        {
+            for f in d.fields {
+                if !f.nested_type_name.is_empty() {
+                    nested.insert(f.nested_type_name);
+                }
+            }
+        }
+        assert_eq!(nested, refs.iter().copied().collect(), "{}", t.type_name);
+    }
+    assert!(MESSAGE_TYPES.len() > 250, "{}", MESSAGE_TYPES.len());
+}
+
+#[test]
+fn names_and_hashes_as_ros_2_has_them() {
+    assert_eq!(std_msgs::msg::String::TYPE_NAME, "std_msgs/msg/String");
+    assert_eq!(
+        std_msgs::msg::String::TYPE_HASH.to_string(),
+        "RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18"
+    );
+    assert_eq!(
+        TypeHash::parse(&std_msgs::msg::String::TYPE_HASH.to_string()),
+        Some(std_msgs::msg::String::TYPE_HASH)
+    );
+    assert_eq!(TypeHash::parse("RIHS01_00"), None);
+    type AddTwoInts = example_interfaces::srv::AddTwoInts;
+    assert_eq!(
+        <AddTwoInts as ServiceType>::Request::DDS_TYPE_NAME,
+        "example_interfaces::srv::dds_::AddTwoInts_Request_"
+    );
+    assert_eq!(
+        rihs01(&<AddTwoInts as ServiceType>::TYPE_DESCRIPTION),
+        <AddTwoInts as ServiceType>::TYPE_HASH
+    );
+    type Fibonacci = example_interfaces::action::Fibonacci;
+    assert_eq!(
+        <<Fibonacci as ActionType>::SendGoal as ServiceType>::Request::DDS_TYPE_NAME,
+        "example_interfaces::action::dds_::Fibonacci_SendGoal_Request_"
+    );
+    assert_eq!(
+        <Fibonacci as ActionType>::FeedbackMessage::DDS_TYPE_NAME,
+        "example_interfaces::action::dds_::Fibonacci_FeedbackMessage_"
+    );
+    assert_eq!(
+        rihs01(&<Fibonacci as ActionType>::TYPE_DESCRIPTION),
+        <Fibonacci as ActionType>::TYPE_HASH
+    );
+    // An empty message is one byte on the wire, as ROS 2 peers expect.
+    assert_eq!(
+        rclev::msg::to_cdr(&std_msgs::msg::Empty {}).unwrap(),
+        [0, 1, 0, 0, 0]
+    );
+}
+
+#[test]
+fn constants_and_keyword_fields() {
+    use rclev::interfaces::visualization_msgs::msg::Marker;
+    let mut m = Marker::default();
+    m.r#type = Marker::SPHERE;
+    assert_eq!(Marker::SPHERE, 2i32);
+    assert_eq!(
+        rclev::msg::from_cdr::<Marker>(&rclev::msg::to_cdr(&m).unwrap())
+            .unwrap()
+            .r#type,
+        2
+    );
+    assert_eq!(
+        rclev::interfaces::rcl_interfaces::msg::ParameterType::PARAMETER_STRING,
+        4u8
+    );
+    // A float64[36] (more than std's 32-element Default) defaults to zeros.
+    let p = rclev::interfaces::geometry_msgs::msg::PoseWithCovariance::default();
+    assert_eq!(p.covariance, [0.0; 36]);
+}

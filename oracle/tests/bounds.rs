@@ -14,8 +14,10 @@ fn bound_exceeded<T: std::fmt::Debug>(r: Result<T, Error>) -> (usize, usize) {
 
 #[test]
 fn over_long_sequences_are_refused_on_encode_and_decode() {
-    let mut bounded = BoundedPlainSequences::default();
-    bounded.int32_values = vec![1, 2, 3];
+    let mut bounded = BoundedPlainSequences {
+        int32_values: vec![1, 2, 3],
+        ..Default::default()
+    };
     assert!(to_cdr(&bounded).is_ok());
     bounded.int32_values.push(4);
     assert_eq!(bound_exceeded(to_cdr(&bounded)), (4, 3));
@@ -38,8 +40,10 @@ fn over_long_sequences_are_refused_on_encode_and_decode() {
 
 #[test]
 fn over_long_bounded_strings_are_refused() {
-    let mut s = Strings::default();
-    s.bounded_string_value = "x".repeat(22);
+    let mut s = Strings {
+        bounded_string_value: "x".repeat(22),
+        ..Default::default()
+    };
     assert!(to_cdr(&s).is_ok());
     s.bounded_string_value.push('y');
     assert_eq!(bound_exceeded(to_cdr(&s)), (23, 22));

@@ -96,8 +96,10 @@ fn names_and_hashes_as_ros_2_has_them() {
 #[test]
 fn constants_and_keyword_fields() {
     use rclev::interfaces::visualization_msgs::msg::Marker;
-    let mut m = Marker::default();
-    m.r#type = Marker::SPHERE;
+    let m = Marker {
+        r#type: Marker::SPHERE,
+        ..Default::default()
+    };
     assert_eq!(Marker::SPHERE, 2i32);
     assert_eq!(
         rclev::msg::from_cdr::<Marker>(&rclev::msg::to_cdr(&m).unwrap())

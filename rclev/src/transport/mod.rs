@@ -31,6 +31,10 @@ pub trait ReadyHook: Send + Sync {
 pub struct TypeSupport {
     /// ROS 2 type name.
     pub type_name: &'static str,
+    /// DDS type name (`pkg::msg::dds_::Name_`).
+    pub dds_type_name: &'static str,
+    /// REP-2016 type hash, which peers compare before matching.
+    pub type_hash: crate::msg::TypeHash,
     /// Rust type, to refuse a mismatched in-process endpoint.
     pub type_id: TypeId,
     /// CDR serializer for wire transports.
@@ -63,6 +67,8 @@ impl TypeSupport {
         }
         Self {
             type_name: T::TYPE_NAME,
+            dds_type_name: T::DDS_TYPE_NAME,
+            type_hash: T::TYPE_HASH,
             type_id: TypeId::of::<T>(),
             serialize: ser::<T>,
             deserialize: de::<T>,

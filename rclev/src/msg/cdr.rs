@@ -612,11 +612,7 @@ impl<'a> CdrReader<'a> {
         &mut self,
         bound: Option<usize>,
     ) -> Result<[String; N], CdrError> {
-        let mut out: [String; N] = std::array::from_fn(|_| String::new());
-        for s in &mut out {
-            *s = self.read_string(bound)?;
-        }
-        Ok(out)
+        self.read_text_array(bound, Self::read_string)
     }
 
     /// Reads a string sequence: `bound` limits the element count, `string_bound` each string.
@@ -635,9 +631,18 @@ impl<'a> CdrReader<'a> {
         &mut self,
         bound: Option<usize>,
     ) -> Result<[String; N], CdrError> {
+        self.read_text_array(bound, Self::read_wstring)
+    }
+
+    /// `N` strings or wstrings read by `read`, each within `bound`.
+    fn read_text_array<const N: usize>(
+        &mut self,
+        bound: Option<usize>,
+        read: fn(&mut Self, Option<usize>) -> Result<String, CdrError>,
+    ) -> Result<[String; N], CdrError> {
         let mut out: [String; N] = std::array::from_fn(|_| String::new());
         for s in &mut out {
-            *s = self.read_wstring(bound)?;
+            *s = read(self, bound)?;
         }
         Ok(out)
     }

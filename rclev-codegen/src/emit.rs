@@ -66,6 +66,21 @@ fn doc_attr(out: &mut String, indent: &str, lines: &[String]) {
     }
 }
 
+/// A value as the docs show it, in Rust's notation: `false`, `"rover"`, `[0.1, 0.125]`
+/// (the type description's text is Python's: `False`, `rover`, `(0.1, 0.125)`).
+fn doc_value(v: &Value) -> String {
+    match v {
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => format!("{f:?}"),
+        Value::String(s) => format!("{s:?}"),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(doc_value).collect();
+            format!("[{}]", items.join(", "))
+        }
+    }
+}
+
 fn bound(b: Option<u64>) -> String {
     match b {
         Some(n) => format!("::core::option::Option::Some({n})"),
@@ -191,9 +206,13 @@ impl<'a> Emitter<'a> {
     }
 
     fn emit_package(&self, out: &mut String, p: &crate::model::Package) {
+        // The lints are the including crate's, not the generator's: a binary or a private
+        // module that includes the types uses only some of them (`dead_code`,
+        // `unreachable_pub`), and stricter crate-level levels (`unused_qualifications`,
+        // clippy's opt-in groups) would flag the generated style.
         let _ = writeln!(
             out,
-            "#[doc = {:?}]\n#[allow(non_camel_case_types, non_snake_case, clippy::all, rustdoc::all)]\npub mod {} {{",
+            "#[doc = {:?}]\n#[allow(non_camel_case_types, non_snake_case, dead_code, unreachable_pub, unused_qualifications, clippy::all, clippy::pedantic, clippy::nursery, clippy::restriction, rustdoc::all)]\npub mod {} {{",
             format!(
                 " The `{}` interfaces: {} messages, {} services, {} actions.",
                 p.name,
@@ -291,7 +310,7 @@ impl<'a> Emitter<'a> {
         for f in &m.fields {
             let mut fdoc = vec![format!("`{}`", self.describe_field_type(f))];
             if let Some(v) = &f.default {
-                fdoc[0].push_str(&format!(", default `{}`", crate::describe::default_text(v)));
+                fdoc[0].push_str(&format!(", default `{}`", doc_value(v)));
             }
             if !f.doc.is_empty() {
                 fdoc.push(String::new());
@@ -334,11 +353,7 @@ impl<'a> Emitter<'a> {
                     BaseType::Primitive(p) => (p.rust().to_string(), literal(*p, &c.value)),
                     BaseType::Nested(_) => unreachable!("the parser refuses message constants"),
                 };
-                let mut cdoc = vec![format!(
-                    "`{} = {}`",
-                    c.name,
-                    crate::describe::default_text(&c.value)
-                )];
+                let mut cdoc = vec![format!("`{} = {}`", c.name, doc_value(&c.value))];
                 if !c.doc.is_empty() {
                     cdoc.push(String::new());
                     cdoc.extend(c.doc.iter().cloned());

@@ -42,6 +42,10 @@ pub struct Emitter<'a> {
     eq: BTreeMap<TypeName, bool>,
 }
 
+/// Lints generated code opts out of: ROS names (`AddTwoInts_Request`), items a program
+/// doesn't use, and style lints a user crate may deny that generated code cannot follow.
+const LINTS_ALLOWED: &str = "non_camel_case_types, non_snake_case, dead_code, unreachable_pub, unused_qualifications, clippy::all, clippy::pedantic, clippy::nursery, clippy::restriction, rustdoc::all";
+
 const RUST_KEYWORDS: &[&str] = &[
     "as", "async", "await", "break", "const", "continue", "dyn", "else", "enum", "extern", "false",
     "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
@@ -189,13 +193,16 @@ impl<'a> Emitter<'a> {
         }
         let rt = &self.paths.runtime;
         out.push_str("/// Every message type generated here (including the request, response and event\n/// messages of services and the protocol messages of actions), for lookups by name.\n");
-        let _ = writeln!(out, "pub const MESSAGE_TYPES: &[{rt}::TypeInfo] = &[");
+        let _ = writeln!(
+            out,
+            "#[allow({LINTS_ALLOWED})]\npub const MESSAGE_TYPES: &[{rt}::TypeInfo] = &["
+        );
         for p in packages {
             for t in self.set.types.keys() {
                 if t.package == p.name && self.kinds[t] == Kind::Struct {
                     let _ = writeln!(
                         out,
-                        "    {rt}::TypeInfo::of::<self::{}::{}::{}>(),",
+                        "    {rt}::TypeInfo::of::<{}::{}::{}>(),",
                         t.package, t.namespace, t.name
                     );
                 }
@@ -212,13 +219,13 @@ impl<'a> Emitter<'a> {
         // clippy's opt-in groups) would flag the generated style.
         let _ = writeln!(
             out,
-            "#[doc = {:?}]\n#[allow(non_camel_case_types, non_snake_case, dead_code, unreachable_pub, unused_qualifications, clippy::all, clippy::pedantic, clippy::nursery, clippy::restriction, rustdoc::all)]\npub mod {} {{",
+            "#[doc = {:?}]\n#[allow({LINTS_ALLOWED})]\npub mod {} {{",
             format!(
-                " The `{}` interfaces: {} messages, {} services, {} actions.",
+                " The `{}` interfaces: {}, {}, {}.",
                 p.name,
-                p.messages.len(),
-                p.services.len(),
-                p.actions.len()
+                count(p.messages.len(), "message"),
+                count(p.services.len(), "service"),
+                count(p.actions.len(), "action")
             ),
             p.name
         );
@@ -682,6 +689,11 @@ impl<'a> Emitter<'a> {
             }
         }
     }
+}
+
+/// `1 service`, `2 services`.
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 fn zero(p: Primitive) -> &'static str {

@@ -316,10 +316,23 @@ impl Builder {
                         added = true;
                     }
                     None if self.ament_packages.contains(&name) => {
+                        let searched: Vec<String> = self
+                            .prefixes
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .chain(std::env::var("AMENT_PREFIX_PATH").ok())
+                            .collect();
                         return Err(Error::in_file(
                             Path::new(&name),
-                            "package not found: no <prefix>/share/<package> with interfaces in AMENT_PREFIX_PATH",
-                        ))
+                            format!(
+                                "interface package '{name}' not found: no <prefix>/share/{name} with msg/, srv/ or action/ under the ament_prefix() prefixes or AMENT_PREFIX_PATH (searched: {})",
+                                if searched.is_empty() {
+                                    "nothing; AMENT_PREFIX_PATH is not set: source a ROS 2 workspace".to_string()
+                                } else {
+                                    searched.join(":")
+                                }
+                            ),
+                        ));
                     }
                     // Reported by resolution, with the line that references it.
                     None => {}

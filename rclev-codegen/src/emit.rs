@@ -374,6 +374,11 @@ impl<'a> Emitter<'a> {
         // Message
         let _ = writeln!(out, "{ind}impl {rt}::Message for {name} {{");
         self.emit_identity(out, &m.name);
+        // `#[inline]` on both: a nested message's encode/decode is a few writes, called once
+        // per element of a sequence. Without it the calls stay out of line, across codegen
+        // units and crates; `benches/cdr.rs` measured `nav_msgs/Path` (1,000 poses) 1.2-1.6x
+        // slower to encode and decode that way.
+        let _ = writeln!(out, "{ind}    #[inline]");
         let _ = writeln!(out, "{ind}    fn encode_cdr(&self, w: &mut {rt}::cdr::CdrWriter<'_>) -> ::core::result::Result<(), {rt}::cdr::CdrError> {{");
         if m.fields.is_empty() {
             let _ = writeln!(out, "{ind}        w.write_u8(0);");
@@ -385,6 +390,7 @@ impl<'a> Emitter<'a> {
             out,
             "{ind}        ::core::result::Result::Ok(())\n{ind}    }}"
         );
+        let _ = writeln!(out, "{ind}    #[inline]");
         let _ = writeln!(out, "{ind}    fn decode_cdr(r: &mut {rt}::cdr::CdrReader<'_>) -> ::core::result::Result<Self, {rt}::cdr::CdrError> {{");
         if m.fields.is_empty() {
             let _ = writeln!(out, "{ind}        r.read_u8()?;");

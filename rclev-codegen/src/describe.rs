@@ -103,13 +103,35 @@ pub fn default_text(v: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Array(items) => {
             let inner: Vec<String> = items.iter().map(python_repr).collect();
-            match inner.len() {
+            let tuple = match inner.len() {
                 1 => format!("({},)", inner[0]),
                 _ => format!("({})", inner.join(", ")),
-            }
+            };
+            // The tuple reaches the description through an IDL string literal, which
+            // rosidl_parser unescapes once more.
+            drop_quoting_backslashes(&tuple)
         }
+        // rosidl_parser reads `-inf` in the .idl as the name `inf` and drops the minus.
+        Value::Float(f) if *f == f64::NEG_INFINITY => "inf".into(),
         other => python_repr(other),
     }
+}
+
+/// The last step of rosidl_parser's reading of an IDL string literal: a backslash before `"`
+/// or `\\` is dropped (and the character after it kept as is).
+pub(crate) fn drop_quoting_backslashes(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('\\', Some(&next @ ('"' | '\\'))) => {
+                out.push(next);
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// Python's `repr()` of a scalar value.

@@ -623,7 +623,7 @@ impl<'a> CdrReader<'a> {
     ) -> Result<Vec<String>, CdrError> {
         // Every string takes at least its 4-byte length prefix.
         let len = self.read_len(bound, 4)?;
-        (0..len).map(|_| self.read_string(string_bound)).collect()
+        self.read_text_sequence(len, string_bound, Self::read_string)
     }
 
     /// Reads a fixed-size array of `N` wstrings; `bound` applies to each.
@@ -632,6 +632,22 @@ impl<'a> CdrReader<'a> {
         bound: Option<usize>,
     ) -> Result<[String; N], CdrError> {
         self.read_text_array(bound, Self::read_wstring)
+    }
+
+    /// `len` strings or wstrings read by `read`, each within `bound`. A `String` is 24 bytes
+    /// in memory but as little as 4 on the wire, so the vector reserves no more than the rest
+    /// of the input could fill byte for byte, and grows as strings really arrive.
+    fn read_text_sequence(
+        &mut self,
+        len: usize,
+        bound: Option<usize>,
+        read: fn(&mut Self, Option<usize>) -> Result<String, CdrError>,
+    ) -> Result<Vec<String>, CdrError> {
+        let mut out = Vec::with_capacity(len.min(self.remaining() / size_of::<String>()));
+        for _ in 0..len {
+            out.push(read(self, bound)?);
+        }
+        Ok(out)
     }
 
     /// `N` strings or wstrings read by `read`, each within `bound`.
@@ -655,7 +671,7 @@ impl<'a> CdrReader<'a> {
         string_bound: Option<usize>,
     ) -> Result<Vec<String>, CdrError> {
         let len = self.read_len(bound, 4)?;
-        (0..len).map(|_| self.read_wstring(string_bound)).collect()
+        self.read_text_sequence(len, string_bound, Self::read_wstring)
     }
 }
 

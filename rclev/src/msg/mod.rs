@@ -143,7 +143,12 @@ pub fn decode_message_sequence<T: Message>(
     bound: Option<usize>,
 ) -> Result<Vec<T>, CdrError> {
     let len = r.read_len(bound, 1)?;
-    let mut items = Vec::with_capacity(len);
+    // A message can be much larger in memory than its smallest encoding (a `GoalStatus` is
+    // 40 bytes in memory, and a corrupt length may claim one per input byte), so reserve no
+    // more than the rest of the input could fill one byte per byte; past that, `push` grows
+    // the vector as elements really arrive.
+    let fits = r.remaining() / std::mem::size_of::<T>().max(1);
+    let mut items = Vec::with_capacity(len.min(fits));
     for _ in 0..len {
         items.push(T::decode_cdr(r)?);
     }

@@ -335,7 +335,14 @@ fn parse_base_type(text: &str, package: &str) -> Result<BaseType, String> {
     let parts: Vec<&str> = text.split('/').collect();
     let (pkg, name) = match parts.as_slice() {
         [name] => (package, *name),
-        [pkg, name] | [pkg, "msg", name] => (*pkg, *name),
+        [pkg, name] => (*pkg, *name),
+        // rosidl refuses `pkg/msg/Name` in a field type; so does rclev, so that what builds
+        // here builds with ROS 2.
+        [pkg, "msg", name] => {
+            return Err(format!(
+                "invalid type '{text}': write '{pkg}/{name}' (field types name the package and the message only)"
+            ))
+        }
         _ => return Err(format!("invalid type '{text}'")),
     };
     if text.is_empty() {

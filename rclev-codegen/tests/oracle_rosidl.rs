@@ -578,9 +578,9 @@ const SNIPPETS: &[(&str, &str, &str)] = &[
 "),
     ("corner: string s x\"a\"", "msg", "string s x\"a\"
 "),
+    ("three-part msg type", "msg", "std_msgs/msg/Header h\n"),
     // Deliberate differences (see DELIBERATE).
     ("unqualified Header", "msg", "Header h\n"),
-    ("three-part msg type", "msg", "std_msgs/msg/Header h\n"),
     ("non-ascii digits", "msg", "int32 a \u{661}\u{662}\n"),
     ("bad escape in a comment", "msg", "int32 a # see \\x\n"),
     ("named escape", "msg", "string s \"\\N{LATIN SMALL LETTER A}\"\n"),
@@ -594,12 +594,6 @@ const DELIBERATE: &[(&str, bool, bool, &str)] = &[
         false,
         "rclev resolves an unqualified `Header` to std_msgs/Header when the package has \
          none (ROS 1 habit, kept by many user packages); rosidl looks for pkg/Header",
-    ),
-    (
-        "three-part msg type",
-        true,
-        false,
-        "rclev also takes `pkg/msg/Type` for a field type; rosidl_adapter wants `pkg/Type`",
     ),
     (
         "non-ascii digits",

@@ -195,6 +195,7 @@ pub fn find_in_prefixes(package: &str, extra: &[PathBuf]) -> Option<PathBuf> {
 pub struct Builder {
     dirs: Vec<PathBuf>,
     ament_packages: Vec<String>,
+    extern_packages: Vec<(PathBuf, String)>,
     prefixes: Vec<PathBuf>,
     search_ament: bool,
     output: Option<PathBuf>,
@@ -216,6 +217,7 @@ impl Builder {
         Self {
             dirs: Vec::new(),
             ament_packages: Vec::new(),
+            extern_packages: Vec::new(),
             prefixes: Vec::new(),
             search_ament: true,
             output: None,
@@ -235,6 +237,19 @@ impl Builder {
     /// (`<prefix>/share/<name>`). A package rclev ships is taken from rclev instead.
     pub fn ament_package(mut self, name: impl Into<String>) -> Self {
         self.ament_packages.push(name.into());
+        self
+    }
+
+    /// Uses the package in `dir` as already generated elsewhere — by another crate of yours —
+    /// at Rust path `module` (e.g. `::robot_interfaces::robot_msgs`): its definitions are
+    /// read, to hash and check the types that reference it, but not generated again, so those
+    /// types are shared across crates as rclev's own are.
+    pub fn extern_package_dir(
+        mut self,
+        dir: impl Into<PathBuf>,
+        module: impl Into<String>,
+    ) -> Self {
+        self.extern_packages.push((dir.into(), module.into()));
         self
     }
 
@@ -275,10 +290,28 @@ impl Builder {
     /// Parses, resolves and generates; returns the code without writing it.
     pub fn generate_string(&self) -> Result<Generated> {
         let bundled = bundled_packages()?;
+        let mut provided: BTreeSet<String> = bundled.iter().map(|p| p.name.clone()).collect();
+        let mut externs: Vec<(Package, &String)> = Vec::new();
+        for (dir, module) in &self.extern_packages {
+            let p = load_package_dir(dir)?;
+            if !provided.insert(p.name.clone()) {
+                return Err(Error::in_file(
+                    dir,
+                    format!("package '{}' is given twice (or ships with rclev)", p.name),
+                ));
+            }
+            externs.push((p, module));
+        }
         let bundled_names: BTreeSet<String> = bundled.iter().map(|p| p.name.clone()).collect();
         let mut local: Vec<Package> = Vec::new();
         for dir in &self.dirs {
             let p = load_package_dir(dir)?;
+            if externs.iter().any(|(e, _)| e.name == p.name) {
+                return Err(Error::in_file(
+                    dir,
+                    format!("package '{}' is also given as extern_package_dir", p.name),
+                ));
+            }
             if bundled_names.contains(&p.name) {
                 return Err(Error::in_file(
                     dir,
@@ -300,11 +333,11 @@ impl Builder {
         let mut searched = BTreeSet::new();
         loop {
             if self.search_ament {
-                wanted.extend(missing_packages(&local, &bundled_names));
+                wanted.extend(missing_packages(&local, &provided));
             }
             let mut added = false;
             for name in std::mem::take(&mut wanted) {
-                if bundled_names.contains(&name)
+                if provided.contains(&name)
                     || local.iter().any(|p| p.name == name)
                     || !searched.insert(name.clone())
                 {
@@ -343,6 +376,7 @@ impl Builder {
             }
         }
         let mut all: Vec<&Package> = bundled.iter().collect();
+        all.extend(externs.iter().map(|(p, _)| p));
         all.extend(local.iter());
         let set = TypeSet::build(&all)?;
         let emitted: Vec<&Package> = if self.bundled_local {
@@ -355,6 +389,9 @@ impl Builder {
             for name in &bundled_names {
                 external.insert(name.clone(), format!("{}::{name}", self.bundled_root));
             }
+        }
+        for (p, module) in &externs {
+            external.insert(p.name.clone(), module.trim_end_matches("::").to_string());
         }
         let paths = emit::Paths {
             runtime: self.runtime.clone(),

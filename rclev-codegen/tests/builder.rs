@@ -47,8 +47,12 @@ fn extern_packages_are_referenced_not_generated() {
         .unwrap();
     assert_eq!(split.packages, ["top_msgs"]);
     assert!(!split.code.contains("pub mod base_msgs"));
-    assert!(split.code.contains("::std::vec::Vec<::base_crate::base_msgs::msg::Cell>"));
-    assert!(split.code.contains("pub header: ::rclev::interfaces::std_msgs::msg::Header"));
+    assert!(split
+        .code
+        .contains("::std::vec::Vec<::base_crate::base_msgs::msg::Cell>"));
+    assert!(split
+        .code
+        .contains("pub header: ::rclev::interfaces::std_msgs::msg::Header"));
     // The same hash as when both packages are generated together.
     let together = Builder::new()
         .package_dir(&top)
@@ -73,7 +77,10 @@ fn a_package_is_given_once() {
         .extern_package_dir(&base, "::x::base_msgs")
         .generate_string()
         .unwrap_err();
-    assert!(e.message.contains("also given as extern_package_dir"), "{e}");
+    assert!(
+        e.message.contains("also given as extern_package_dir"),
+        "{e}"
+    );
     let e = Builder::new()
         .package_dir(&base)
         .package_dir(&base)

@@ -5,22 +5,12 @@
 //! descriptions and RIHS01 hashes rosidl computed.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rclev_codegen::{bundled_packages, load_package_dir, Package, TypeSet};
+mod common;
+use common::{field_summary, json_files, official_field_summary, venv};
 use serde_json::Value;
-
-fn venv() -> PathBuf {
-    let path = std::env::var_os("RCLEV_ORACLE_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/oracle-venv"));
-    assert!(
-        path.join("share").is_dir(),
-        "the ROS 2 oracle venv is missing at {}: run `bash .ci/oracles` first",
-        path.display()
-    );
-    path
-}
 
 /// Every interface package the venv has, by name.
 fn official_packages() -> BTreeMap<String, PathBuf> {
@@ -35,60 +25,6 @@ fn official_packages() -> BTreeMap<String, PathBuf> {
         }
     }
     out
-}
-
-fn json_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for kind in ["msg", "srv", "action"] {
-        let Ok(entries) = std::fs::read_dir(dir.join(kind)) else {
-            continue;
-        };
-        for e in entries {
-            let p = e.unwrap().path();
-            if p.extension().and_then(|e| e.to_str()) == Some("json") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn field_summary(fields: &[rclev_codegen::describe::FieldDescription]) -> Vec<String> {
-    fields
-        .iter()
-        .map(|f| {
-            format!(
-                "{} id={} cap={} scap={} nested={} default={:?}",
-                f.name,
-                f.type_id,
-                f.capacity,
-                f.string_capacity,
-                f.nested_type_name,
-                f.default_value
-            )
-        })
-        .collect()
-}
-
-fn official_field_summary(fields: &Value) -> Vec<String> {
-    fields
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            let t = &f["type"];
-            format!(
-                "{} id={} cap={} scap={} nested={} default={:?}",
-                f["name"].as_str().unwrap(),
-                t["type_id"],
-                t["capacity"],
-                t["string_capacity"],
-                t["nested_type_name"].as_str().unwrap(),
-                f["default_value"].as_str().unwrap()
-            )
-        })
-        .collect()
 }
 
 /// Compares every hash and description in the JSON files of `packages` with `set`.

@@ -16,25 +16,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use rclev_codegen::describe::{default_text, FieldDescription};
+use rclev_codegen::describe::default_text;
 use rclev_codegen::{bundled_packages, load_package_dir, parse_package, Package, TypeSet};
+mod common;
+use common::{field_summary, json_files, official_field_summary, python};
 use serde_json::{json, Value};
-
-fn venv() -> PathBuf {
-    let path = std::env::var_os("RCLEV_ORACLE_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/oracle-venv"));
-    assert!(
-        path.join("share").is_dir() && path.join("bin/python").exists(),
-        "the ROS 2 oracle venv is missing at {}: run `bash .ci/oracles` first",
-        path.display()
-    );
-    path
-}
-
-fn python() -> PathBuf {
-    venv().join("bin/python")
-}
 
 fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -68,60 +54,6 @@ fn run_hash_oracle(package_dir: &Path, package: &str, out: &Path) {
         package_dir.display(),
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-fn json_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for kind in ["msg", "srv", "action"] {
-        let Ok(entries) = std::fs::read_dir(dir.join(kind)) else {
-            continue;
-        };
-        for e in entries {
-            let p = e.unwrap().path();
-            if p.extension().and_then(|e| e.to_str()) == Some("json") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn field_summary(fields: &[FieldDescription]) -> Vec<String> {
-    fields
-        .iter()
-        .map(|f| {
-            format!(
-                "{} id={} cap={} scap={} nested={} default={:?}",
-                f.name,
-                f.type_id,
-                f.capacity,
-                f.string_capacity,
-                f.nested_type_name,
-                f.default_value
-            )
-        })
-        .collect()
-}
-
-fn official_field_summary(fields: &Value) -> Vec<String> {
-    fields
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            let t = &f["type"];
-            format!(
-                "{} id={} cap={} scap={} nested={} default={:?}",
-                f["name"].as_str().unwrap(),
-                t["type_id"],
-                t["capacity"],
-                t["string_capacity"],
-                t["nested_type_name"].as_str().unwrap(),
-                f["default_value"].as_str().unwrap()
-            )
-        })
-        .collect()
 }
 
 /// Compares every hash and every description (fields with defaults) in one generated JSON

@@ -335,14 +335,7 @@ impl<'a> Emitter<'a> {
 
         // Default
         let _ = writeln!(out, "{ind}impl ::core::default::Default for {name} {{\n{ind}    fn default() -> Self {{\n{ind}        Self {{");
-        for f in &m.fields {
-            let _ = writeln!(
-                out,
-                "{ind}            {}: {},",
-                field_ident(&f.name),
-                self.default_expr(f)
-            );
-        }
+        field_inits(out, m, |f| self.default_expr(f));
         let _ = writeln!(out, "{ind}        }}\n{ind}    }}\n{ind}}}");
 
         // Constants
@@ -396,14 +389,7 @@ impl<'a> Emitter<'a> {
             let _ = writeln!(out, "{ind}        r.read_u8()?;");
         }
         let _ = writeln!(out, "{ind}        ::core::result::Result::Ok(Self {{");
-        for f in &m.fields {
-            let _ = writeln!(
-                out,
-                "{ind}            {}: {},",
-                field_ident(&f.name),
-                self.decode_expr(f)
-            );
-        }
+        field_inits(out, m, |f| self.decode_expr(f));
         let _ = writeln!(out, "{ind}        }})\n{ind}    }}\n{ind}}}");
     }
 
@@ -694,6 +680,18 @@ impl<'a> Emitter<'a> {
                 }
             }
         }
+    }
+}
+
+/// The `name: value,` lines of a struct literal of `m`, one per field.
+fn field_inits(out: &mut String, m: &Message, value: impl Fn(&Field) -> String) {
+    for f in &m.fields {
+        let _ = writeln!(
+            out,
+            "                    {}: {},",
+            field_ident(&f.name),
+            value(f)
+        );
     }
 }
 

@@ -635,15 +635,15 @@ impl<'a> CdrReader<'a> {
     }
 
     /// `len` strings or wstrings read by `read`, each within `bound`. A `String` is 24 bytes
-    /// in memory but as little as 4 on the wire, so the vector reserves no more than the rest
-    /// of the input could fill byte for byte, and grows as strings really arrive.
+    /// in memory but as little as 4 on the wire, so the vector reserves no more memory than
+    /// twice the rest of the input, and grows as strings really arrive.
     fn read_text_sequence(
         &mut self,
         len: usize,
         bound: Option<usize>,
         read: fn(&mut Self, Option<usize>) -> Result<String, CdrError>,
     ) -> Result<Vec<String>, CdrError> {
-        let mut out = Vec::with_capacity(len.min(self.remaining() / size_of::<String>()));
+        let mut out = Vec::with_capacity(len.min(2 * self.remaining() / size_of::<String>()));
         for _ in 0..len {
             out.push(read(self, bound)?);
         }

@@ -145,9 +145,10 @@ pub fn decode_message_sequence<T: Message>(
     let len = r.read_len(bound, 1)?;
     // A message can be much larger in memory than its smallest encoding (a `GoalStatus` is
     // 40 bytes in memory, and a corrupt length may claim one per input byte), so reserve no
-    // more than the rest of the input could fill one byte per byte; past that, `push` grows
-    // the vector as elements really arrive.
-    let fits = r.remaining() / std::mem::size_of::<T>().max(1);
+    // more memory than twice the rest of the input; past that, `push` grows the vector as
+    // elements really arrive. Real messages (a `PoseStamped` is 72 bytes on the wire, 96 in
+    // memory) fit in the first reservation.
+    let fits = 2 * r.remaining() / std::mem::size_of::<T>().max(1);
     let mut items = Vec::with_capacity(len.min(fits));
     for _ in 0..len {
         items.push(T::decode_cdr(r)?);

@@ -18,9 +18,14 @@ fn main() {
         "cargo:rustc-env=RCLEV_ORACLE_VENV_AT_BUILD={}",
         venv.display()
     );
+    // Beside test_msgs, fixtures whose names are Rust keywords (packages `type` and `super`,
+    // fields `self` and `crate`) and the unqualified-`Header` shorthand: they must compile.
     if let Err(e) = rclev_codegen::Builder::new()
         .ament_prefix(&venv)
         .ament_package("test_msgs")
+        .package_dir("fixtures/type")
+        .package_dir("fixtures/super")
+        .package_dir("fixtures/shorthand_msgs")
         .generate()
     {
         panic!("generating test_msgs failed: {e}");

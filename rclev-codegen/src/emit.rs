@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::describe::{Description, IndividualDescription};
-use crate::model::{BaseType, Container, Field, Message, Primitive, TypeName, Value};
+use crate::model::{BaseType, Container, Field, Message, Namespace, Primitive, TypeName, Value};
+use crate::resolve;
 use crate::resolve::TypeSet;
 
 /// How generated code refers to things outside itself.
@@ -38,8 +39,8 @@ pub struct Emitter<'a> {
     set: &'a TypeSet,
     paths: &'a Paths,
     kinds: BTreeMap<TypeName, Kind>,
-    copy: BTreeMap<TypeName, bool>,
-    eq: BTreeMap<TypeName, bool>,
+    /// Per struct: (can derive `Copy`, can derive `Eq`/`Hash`/`Ord`).
+    derivable: BTreeMap<TypeName, (bool, bool)>,
 }
 
 /// Lints generated code opts out of: ROS names (`AddTwoInts_Request`), items a program
@@ -54,8 +55,8 @@ const RUST_KEYWORDS: &[&str] = &[
     "typeof", "unsized", "virtual", "yield",
 ];
 
-/// A field name as a Rust identifier: keywords become raw identifiers (`r#type`); `self`,
-/// `super` and `crate`, which cannot be raw, get a trailing underscore.
+/// A field or package name as a Rust identifier: keywords become raw identifiers (`r#type`);
+/// `self`, `super` and `crate`, which cannot be raw, get a trailing underscore.
 pub fn field_ident(name: &str) -> String {
     match name {
         "self" | "super" | "crate" => format!("{name}_"),
@@ -116,52 +117,28 @@ impl<'a> Emitter<'a> {
                 kinds.insert(t, Kind::Service);
             }
         }
-        let mut e = Emitter {
+        let mut derivable = BTreeMap::new();
+        for t in set.types.keys() {
+            derivable_traits(set, t, &mut derivable);
+        }
+        Emitter {
             set,
             paths,
             kinds,
-            copy: BTreeMap::new(),
-            eq: BTreeMap::new(),
-        };
-        let names: Vec<TypeName> = set.types.keys().cloned().collect();
-        for t in &names {
-            e.traits_of(t);
+            derivable,
         }
-        e
-    }
-
-    /// Computes (memoized) whether a struct can derive `Copy` (no strings or sequences
-    /// anywhere inside) and `Eq`/`Hash`/`Ord` (no floats anywhere inside).
-    fn traits_of(&mut self, t: &TypeName) -> (bool, bool) {
-        if let (Some(c), Some(e)) = (self.copy.get(t), self.eq.get(t)) {
-            return (*c, *e);
-        }
-        let (mut copy, mut eq) = (true, true);
-        let fields = self.set.types[t].fields.clone();
-        for f in &fields {
-            if matches!(f.ty.container, Container::Bounded(_) | Container::Unbounded) {
-                copy = false;
-            }
-            match &f.ty.base {
-                BaseType::Primitive(p) => eq &= !p.is_float(),
-                BaseType::String(_) | BaseType::WString(_) => copy = false,
-                BaseType::Nested(n) => {
-                    let (c, e) = self.traits_of(n);
-                    copy &= c;
-                    eq &= e;
-                }
-            }
-        }
-        self.copy.insert(t.clone(), copy);
-        self.eq.insert(t.clone(), eq);
-        (copy, eq)
     }
 
     /// The Rust path of a generated type, from inside a `pkg::ns` module.
     fn path(&self, t: &TypeName) -> String {
         match self.paths.external.get(&t.package) {
             Some(root) => format!("{root}::{}::{}", t.namespace, t.name),
-            None => format!("super::super::{}::{}::{}", t.package, t.namespace, t.name),
+            None => format!(
+                "super::super::{}::{}::{}",
+                field_ident(&t.package),
+                t.namespace,
+                t.name
+            ),
         }
     }
 
@@ -203,7 +180,9 @@ impl<'a> Emitter<'a> {
                     let _ = writeln!(
                         out,
                         "    {rt}::TypeInfo::of::<{}::{}::{}>(),",
-                        t.package, t.namespace, t.name
+                        field_ident(&t.package),
+                        t.namespace,
+                        t.name
                     );
                 }
             }
@@ -227,7 +206,7 @@ impl<'a> Emitter<'a> {
                 count(p.services.len(), "service"),
                 count(p.actions.len(), "action")
             ),
-            p.name
+            field_ident(&p.name)
         );
         if !p.messages.is_empty() {
             let _ = writeln!(
@@ -236,64 +215,49 @@ impl<'a> Emitter<'a> {
                 p.name
             );
             for m in &p.messages {
-                self.emit_struct(out, m);
+                self.emit_struct(out, &m.name);
             }
             out.push_str("    }\n");
         }
         if !p.services.is_empty() {
             let _ = writeln!(out, "    #[doc = \" Services (`{}/srv/…`) and their request, response and event messages.\"]\n    pub mod srv {{", p.name);
             for s in &p.services {
-                for part in [&s.request, &s.response] {
-                    self.emit_struct(out, part);
+                for part in s.all_types() {
+                    self.emit_part(out, &part.name, &s.doc);
                 }
-                let event = self.sibling(&s.name, "Event");
-                self.emit_struct(out, &self.set.types[&event]);
-                self.emit_service(out, &s.name, &s.doc);
             }
             out.push_str("    }\n");
         }
         if !p.actions.is_empty() {
             let _ = writeln!(out, "    #[doc = \" Actions (`{}/action/…`) and the messages of their protocol.\"]\n    pub mod action {{", p.name);
             for a in &p.actions {
-                for suffix in [
-                    "Goal",
-                    "Result",
-                    "Feedback",
-                    "SendGoal_Request",
-                    "SendGoal_Response",
-                    "SendGoal_Event",
-                    "GetResult_Request",
-                    "GetResult_Response",
-                    "GetResult_Event",
-                    "FeedbackMessage",
-                ] {
-                    let t = self.sibling(&a.name, suffix);
-                    self.emit_struct(out, &self.set.types[&t]);
+                for part in resolve::action_types(a) {
+                    self.emit_part(out, &part.name, &a.doc);
                 }
-                for suffix in ["SendGoal", "GetResult"] {
-                    let t = self.sibling(&a.name, suffix);
-                    self.emit_service(
-                        out,
-                        &t,
-                        &[format!("The `{suffix}` service of [`{}`].", a.name.name)],
-                    );
-                }
-                self.emit_action(out, &a.name, &a.doc);
             }
             out.push_str("    }\n");
         }
         out.push_str("}\n");
     }
 
-    fn sibling(&self, t: &TypeName, suffix: &str) -> TypeName {
-        TypeName {
-            package: t.package.clone(),
-            namespace: t.namespace,
-            name: format!("{}_{suffix}", t.name),
+    /// One of the types a service or action consists of: a struct, or the service or action
+    /// type itself (documented with the definition's comment).
+    fn emit_part(&self, out: &mut String, t: &TypeName, doc: &[String]) {
+        match self.kinds[t] {
+            Kind::Struct => self.emit_struct(out, t),
+            Kind::Service if t.namespace == Namespace::Action => {
+                let action = t.name.rsplit_once('_').map_or("", |(a, _)| a);
+                let what = t.name.rsplit('_').next().unwrap_or_default();
+                self.emit_service(out, t, &[format!("The `{what}` service of [`{action}`].")]);
+            }
+            Kind::Service => self.emit_service(out, t, doc),
+            Kind::Action => self.emit_action(out, t, doc),
         }
     }
 
-    fn emit_struct(&self, out: &mut String, m: &Message) {
+    /// A message struct, from the resolved type set (where references are final).
+    fn emit_struct(&self, out: &mut String, t: &TypeName) {
+        let m = &self.set.types[t];
         let rt = &self.paths.runtime;
         let name = &m.name.name;
         let ind = "        ";
@@ -304,10 +268,11 @@ impl<'a> Emitter<'a> {
         }
         doc_attr(out, ind, &doc);
         let mut derives = vec!["Debug", "Clone", "PartialEq"];
-        if self.copy[&m.name] {
+        let (copy, eq) = self.derivable[&m.name];
+        if copy {
             derives.push("Copy");
         }
-        if self.eq[&m.name] {
+        if eq {
             derives.extend(["Eq", "Hash", "PartialOrd", "Ord"]);
         } else {
             derives.push("PartialOrd");
@@ -519,7 +484,7 @@ impl<'a> Emitter<'a> {
 {ind}    fn get_result_response(status: i8, result: {n}_Result) -> {n}_GetResult_Response {{ {n}_GetResult_Response {{ status, result }} }}
 {ind}    fn split_get_result_response(response: {n}_GetResult_Response) -> (i8, {n}_Result) {{ (response.status, response.result) }}
 {ind}    fn feedback_message(goal_id: {uuid}, feedback: {n}_Feedback) -> {n}_FeedbackMessage {{ {n}_FeedbackMessage {{ goal_id, feedback }} }}
-{ind}    fn split_feedback_message(message: {n}_FeedbackMessage) -> ({uuid}, {n}_Feedback) {{ (message.goal_id, message.feedback) }}
+{ind}    fn feedback_message_parts(message: &{n}_FeedbackMessage) -> (&{uuid}, &{n}_Feedback) {{ (&message.goal_id, &message.feedback) }}
 {ind}}}"
         );
     }
@@ -681,6 +646,35 @@ impl<'a> Emitter<'a> {
             }
         }
     }
+}
+
+/// Whether struct `t` can derive `Copy` (no strings or sequences anywhere inside) and
+/// `Eq`/`Hash`/`Ord` (no floats anywhere inside); memoized in `memo`.
+fn derivable_traits(
+    set: &TypeSet,
+    t: &TypeName,
+    memo: &mut BTreeMap<TypeName, (bool, bool)>,
+) -> (bool, bool) {
+    if let Some(&known) = memo.get(t) {
+        return known;
+    }
+    let (mut copy, mut eq) = (true, true);
+    for f in &set.types[t].fields {
+        if matches!(f.ty.container, Container::Bounded(_) | Container::Unbounded) {
+            copy = false;
+        }
+        match &f.ty.base {
+            BaseType::Primitive(p) => eq &= !p.is_float(),
+            BaseType::String(_) | BaseType::WString(_) => copy = false,
+            BaseType::Nested(n) => {
+                let (c, e) = derivable_traits(set, n, memo);
+                copy &= c;
+                eq &= e;
+            }
+        }
+    }
+    memo.insert(t.clone(), (copy, eq));
+    (copy, eq)
 }
 
 /// The `name: value,` lines of a struct literal of `m`, one per field.

@@ -199,8 +199,7 @@ pub struct Builder {
     prefixes: Vec<PathBuf>,
     search_ament: bool,
     output: Option<PathBuf>,
-    runtime: String,
-    bundled_root: String,
+    rclev: String,
     bundled_local: bool,
 }
 
@@ -221,8 +220,7 @@ impl Builder {
             prefixes: Vec::new(),
             search_ament: true,
             output: None,
-            runtime: "::rclev::msg".into(),
-            bundled_root: "::rclev::interfaces".into(),
+            rclev: "::rclev".into(),
             bundled_local: false,
         }
     }
@@ -273,9 +271,10 @@ impl Builder {
         self
     }
 
-    /// The path generated code uses for rclev's `msg` module (default `::rclev::msg`).
-    pub fn runtime_path(mut self, path: impl Into<String>) -> Self {
-        self.runtime = path.into();
+    /// The path generated code names rclev by (default `::rclev`), for a crate that depends
+    /// on rclev under another name; its `msg` and `interfaces` modules are used.
+    pub fn rclev_path(mut self, path: impl Into<String>) -> Self {
+        self.rclev = path.into().trim_end_matches("::").to_string();
         self
     }
 
@@ -283,7 +282,7 @@ impl Builder {
     #[doc(hidden)]
     pub fn rclev_itself(mut self) -> Self {
         self.bundled_local = true;
-        self.runtime = "crate::msg".into();
+        self.rclev = "crate".into();
         self
     }
 
@@ -387,14 +386,14 @@ impl Builder {
         let mut external = BTreeMap::new();
         if !self.bundled_local {
             for name in &bundled_names {
-                external.insert(name.clone(), format!("{}::{name}", self.bundled_root));
+                external.insert(name.clone(), format!("{}::interfaces::{name}", self.rclev));
             }
         }
         for (p, module) in &externs {
             external.insert(p.name.clone(), module.trim_end_matches("::").to_string());
         }
         let paths = emit::Paths {
-            runtime: self.runtime.clone(),
+            runtime: format!("{}::msg", self.rclev),
             external,
         };
         let services: Vec<TypeName> = all
@@ -407,10 +406,15 @@ impl Builder {
             .collect();
         let code = emit::Emitter::new(&set, &paths, &services, &actions).emit(&emitted);
         let emitted_names: BTreeSet<&str> = emitted.iter().map(|p| p.name.as_str()).collect();
+        // Extern packages count too: the hashes of local types that reference them are
+        // written into the code, so a change to them must regenerate it.
         let sources = set
             .types
             .values()
-            .filter(|m| emitted_names.contains(m.name.package.as_str()))
+            .filter(|m| {
+                let package = m.name.package.as_str();
+                emitted_names.contains(package) || externs.iter().any(|(e, _)| e.name == package)
+            })
             .map(|m| m.source.clone())
             .collect();
         Ok(Generated {
@@ -436,7 +440,8 @@ impl Builder {
             }
         };
         if std::env::var_os("CARGO").is_some() && std::env::var_os("OUT_DIR").is_some() {
-            for dir in &self.dirs {
+            let extern_dirs = self.extern_packages.iter().map(|(dir, _)| dir);
+            for dir in self.dirs.iter().chain(extern_dirs) {
                 println!("cargo:rerun-if-changed={}", dir.display());
             }
             for s in &generated.sources {
@@ -486,7 +491,8 @@ fn missing_packages(local: &[Package], bundled: &BTreeSet<String>) -> Vec<String
 pub struct Generated {
     /// The Rust code.
     pub code: String,
-    /// The definition files it was generated from.
+    /// The definition files it was generated from, and those of the extern packages it
+    /// references.
     pub sources: BTreeSet<PathBuf>,
     /// The packages generated.
     pub packages: Vec<String>,

@@ -2,7 +2,6 @@
 //! that every referenced type exists, and the set of all types with their hashes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use crate::describe::{self, Description};
 use crate::error::{Error, Result};
@@ -328,11 +327,6 @@ impl TypeSet {
             visit(self, name, &mut marks, &mut Vec::new())?;
         }
         Ok(())
-    }
-
-    /// The source files of every type, for `cargo:rerun-if-changed`.
-    pub fn sources(&self) -> BTreeSet<PathBuf> {
-        self.types.values().map(|m| m.source.clone()).collect()
     }
 
     /// The RIHS01 string of a type, e.g. `RIHS01_df66…`.

@@ -65,6 +65,11 @@ fn extern_packages_are_referenced_not_generated() {
         code[hash..hash + 200].to_string()
     };
     assert_eq!(hash_of(&split.code), hash_of(&together.code));
+    // The extern package's files are sources too: its hashes are baked into top_msgs' code.
+    assert!(split
+        .sources
+        .iter()
+        .any(|s| s.ends_with("base_msgs/msg/Cell.msg")));
     std::fs::remove_dir_all(&root).ok();
 }
 
@@ -117,5 +122,29 @@ fn a_reference_to_an_unknown_package_is_located() {
     assert_eq!(e.line, Some(2));
     assert!(e.file.ends_with("msg/Pack.msg"), "{e}");
     assert!(e.message.contains("'nowhere_msgs' is unknown"), "{e}");
+    std::fs::remove_dir_all(&root).ok();
+}
+
+#[test]
+fn rclev_under_another_name() {
+    let root = temp("rename");
+    let top = package(
+        &root,
+        "top_msgs",
+        &[("action/Go.action", "std_msgs/Header h\n---\n---\nint32 f\n")],
+    );
+    let code = Builder::new()
+        .package_dir(&top)
+        .rclev_path("::rclev2")
+        .generate_string()
+        .unwrap()
+        .code;
+    assert!(
+        !code.contains("::rclev::"),
+        "a reference keeps the default name"
+    );
+    assert!(code.contains("::rclev2::msg::ActionType"));
+    assert!(code.contains("::rclev2::interfaces::std_msgs::msg::Header"));
+    assert!(code.contains("::rclev2::interfaces::unique_identifier_msgs::msg::UUID"));
     std::fs::remove_dir_all(&root).ok();
 }

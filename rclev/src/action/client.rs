@@ -247,9 +247,9 @@ impl<A: ActionType> Executable for ClientInner<A> {
                 break;
             };
             let msg: Arc<A::FeedbackMessage> = downcast(p);
-            let (goal_id, feedback) = A::split_feedback_message(Arc::unwrap_or_clone(msg));
-            if let Some(g) = lock(&self.goals).get(&goal_id) {
-                let _ = g.feedback.send(feedback);
+            let (goal_id, feedback) = A::feedback_message_parts(&msg);
+            if let Some(g) = lock(&self.goals).get(goal_id) {
+                let _ = g.feedback.send(feedback.clone());
             }
             feedback_left |= i + 1 == MAX_BATCH;
         }

@@ -95,8 +95,9 @@ pub trait ActionType: Send + Sync + 'static {
     fn split_get_result_response(response: GetResultResponse<Self>) -> (i8, Self::Result);
     /// A feedback message.
     fn feedback_message(goal_id: UUID, feedback: Self::Feedback) -> Self::FeedbackMessage;
-    /// The parts of a feedback message.
-    fn split_feedback_message(message: Self::FeedbackMessage) -> (UUID, Self::Feedback);
+    /// The goal and the feedback a feedback message carries, borrowed (a client looks at the
+    /// goal id of every feedback on the topic, and copies only its own goals' feedback).
+    fn feedback_message_parts(message: &Self::FeedbackMessage) -> (&UUID, &Self::Feedback);
 }
 
 /// The send-goal request of action `A` (`pkg/action/Name_SendGoal_Request`).
@@ -161,7 +162,9 @@ const CDR_LE_HEADER: [u8; 4] = [0x00, 0x01, 0x00, 0x00];
 
 /// Appends a message, CDR-encapsulated as a DDS transport sends it, to `buf`.
 ///
-/// The buffer is the caller's: a transport reuses one per writer and nothing is copied.
+/// The buffer is the caller's, so a writer can keep one and reuse its allocation for every
+/// message; nothing is copied on the way.
+///
 /// Fails (with `buf` truncated back to its old length) if a bounded field is over its bound
 /// or a length does not fit CDR's 32 bits.
 pub fn to_cdr_into<T: Message>(msg: &T, buf: &mut Vec<u8>) -> Result<()> {

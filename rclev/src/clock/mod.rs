@@ -55,7 +55,7 @@ mod source;
 
 pub use sleep::Rate;
 pub use source::{ClockChange, JumpHandle, JumpThreshold, TimeJump};
-pub(crate) use source::{Lifeline, RosTimeSource};
+pub(crate) use source::{Lifeline, RosTimeSource, SimTimeSink, TimeBaseFollower};
 
 /// A clock: steady, system, or ROS time.
 ///

@@ -15,9 +15,6 @@ use std::time::Duration;
 
 use super::system_nanos;
 use crate::sync::lock;
-use crate::timer::heap::SimTime;
-use crate::timer::scheduler::SchedulerCore;
-use crate::timer::TimerCore;
 
 /// Shutdown signal shared by an executor and the clocks of its nodes, so sleeps end on
 /// shutdown.
@@ -149,7 +146,7 @@ impl std::fmt::Debug for JumpHandle {
 #[derive(Default)]
 struct SourceInner {
     jumps: Vec<Weak<JumpEntry>>,
-    timers: Vec<Weak<TimerCore>>,
+    timers: Vec<Weak<dyn TimeBaseFollower>>,
     /// Simulated-time sleepers by (deadline, id).
     sleepers: BTreeMap<(i64, u64), Waker>,
     next_sleeper: u64,
@@ -181,6 +178,25 @@ impl Drop for ChangeGuard<'_> {
     }
 }
 
+/// A timer that runs on a ROS time source and follows it between the system clock and
+/// simulated time. The clock layer knows timers only through this (the timer layer, above
+/// it, implements it), so that the clock does not import the timer.
+pub(crate) trait TimeBaseFollower: Send + Sync {
+    /// The time left until the next call, measured on the current time base, just before a
+    /// switch: the "time credit" carried over to the new base.
+    fn time_until_next_call(&self) -> Option<std::time::Duration>;
+    /// Moves to the new time base (`to_sim`), due after `credit`.
+    fn switch_lane(&self, to_sim: bool, credit: Option<std::time::Duration>);
+}
+
+/// Where a source's simulated-time steps go: its lane in the executor's timer scheduler.
+pub(crate) trait SimTimeSink: Send + Sync {
+    /// `/clock` went back to `nanos` on `lane`.
+    fn sim_jumped_back(&self, lane: u64, nanos: i64);
+    /// `/clock` reached `nanos` on `lane`: hand over what is due.
+    fn sim_advance(&self, lane: u64, nanos: i64);
+}
+
 pub(crate) struct RosTimeSource {
     /// This clock's lane in the timer scheduler.
     pub(crate) lane: u64,
@@ -189,7 +205,7 @@ pub(crate) struct RosTimeSource {
     sim_now: AtomicI64,
     /// Bumped whenever sleepers must re-check (activation changes, shutdown).
     generation: AtomicU64,
-    sched: Option<Weak<SchedulerCore>>,
+    sched: Option<Weak<dyn SimTimeSink>>,
     inner: Mutex<SourceInner>,
     /// Serialises time changes so jump callbacks see them in order.
     change: Mutex<()>,
@@ -202,7 +218,7 @@ pub(crate) struct RosTimeSource {
 pub(crate) type Reporter = Box<dyn Fn(crate::Error) + Send + Sync>;
 
 impl RosTimeSource {
-    pub(crate) fn new(sched: Option<Weak<SchedulerCore>>) -> Self {
+    pub(crate) fn new(sched: Option<Weak<dyn SimTimeSink>>) -> Self {
         Self {
             lane: NEXT_LANE.fetch_add(1, Ordering::Relaxed),
             sim_active: AtomicBool::new(false),
@@ -220,7 +236,7 @@ impl RosTimeSource {
         let _ = self.reporter.set(reporter);
     }
 
-    pub(crate) fn scheduler(&self) -> Option<Arc<SchedulerCore>> {
+    fn sim_sink(&self) -> Option<Arc<dyn SimTimeSink>> {
         self.sched.as_ref()?.upgrade()
     }
 
@@ -267,7 +283,7 @@ impl RosTimeSource {
         (!self.changing_here()).then(|| lock(&self.change))
     }
 
-    pub(crate) fn register_timer(&self, timer: Weak<TimerCore>) {
+    pub(crate) fn register_timer(&self, timer: Weak<dyn TimeBaseFollower>) {
         let mut inner = lock(&self.inner);
         inner.timers.retain(|w| w.strong_count() > 0);
         inner.timers.push(timer);
@@ -371,11 +387,11 @@ impl RosTimeSource {
         let entries = self.jump_entries(&jump);
         self.call_jumps(&entries, &jump, true);
         self.sim_now.store(nanos, Ordering::Release);
-        if let Some(sched) = self.scheduler() {
+        if let Some(sink) = self.sim_sink() {
             if nanos < old {
-                sched.sim_jumped_back(self.lane, SimTime(nanos));
+                sink.sim_jumped_back(self.lane, nanos);
             }
-            sched.sim_advance(self.lane, SimTime(nanos));
+            sink.sim_advance(self.lane, nanos);
         }
         self.wake_sleepers_until(nanos);
         self.call_jumps(&entries, &jump, false);

@@ -151,7 +151,9 @@ impl NodeState {
         // Before anything is started: a malformed `--ros-args` rule fails the creation, as in rcl.
         let mut overrides = parse_ros_args(exec.context.arguments(), &options.name)?;
         overrides.extend(options.parameter_overrides);
-        let source = Arc::new(RosTimeSource::new(Some(Arc::downgrade(&exec.timers.core))));
+        let sim_sink: std::sync::Weak<dyn crate::clock::SimTimeSink> =
+            Arc::downgrade(&exec.timers.core) as _;
+        let source = Arc::new(RosTimeSource::new(Some(sim_sink)));
         let weak_exec = Arc::downgrade(exec);
         source.set_reporter(Box::new(move |e| match weak_exec.upgrade() {
             Some(exec) => exec.report(e),

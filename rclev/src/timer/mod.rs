@@ -21,7 +21,7 @@ mod loom_tests;
 
 pub(crate) use scheduler::TimerScheduler;
 
-use crate::clock::{Clock, ClockType, Time};
+use crate::clock::{Clock, ClockType, Time, TimeBaseFollower};
 use crate::error::{Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
 use crate::executor::fence::CallGate;
@@ -335,7 +335,8 @@ pub(crate) fn create_timer(
     let entity: Arc<dyn Executable> = timer.clone();
     dispatch.bind(Arc::downgrade(&entity), false);
     if let Some(src) = &source {
-        src.register_timer(Arc::downgrade(&timer));
+        let follower: std::sync::Weak<dyn TimeBaseFollower> = Arc::downgrade(&timer) as _;
+        src.register_timer(follower);
     }
     timer.arm_in(Some(options.period), None);
     Ok(crate::Handle::new(TimerState { core: timer }))
@@ -697,5 +698,15 @@ impl std::fmt::Debug for TimerState {
             .field("clock", &self.core.clock.clock_type())
             .field("canceled", &self.is_canceled())
             .finish()
+    }
+}
+
+/// The clock layer sees timers only through this.
+impl TimeBaseFollower for TimerCore {
+    fn time_until_next_call(&self) -> Option<Duration> {
+        TimerCore::time_until_next_call(self)
+    }
+    fn switch_lane(&self, to_sim: bool, credit: Option<Duration>) {
+        TimerCore::switch_lane(self, to_sim, credit)
     }
 }

@@ -623,3 +623,13 @@ mod tests {
         assert!(!disarmed.is_current(sim(i64::MAX as u64 >> 2)) && !disarmed.is_current(1));
     }
 }
+
+/// Simulated-time steps arrive from the clock layer through this.
+impl crate::clock::SimTimeSink for SchedulerCore {
+    fn sim_jumped_back(&self, lane: u64, nanos: i64) {
+        SchedulerCore::sim_jumped_back(self, lane, SimTime(nanos))
+    }
+    fn sim_advance(&self, lane: u64, nanos: i64) {
+        SchedulerCore::sim_advance(self, lane, SimTime(nanos))
+    }
+}

@@ -89,13 +89,13 @@ pub enum Error {
     SpinInsideCallback,
     /// A message could not be (de)serialized.
     #[error("CDR (de)serialization failed: {0}")]
-    Serialization(crate::msg::CdrError),
+    Serialization(crate::msg::cdr::CdrError),
     /// An operation the clock's type does not support.
     #[error("invalid clock: {0}")]
     InvalidClock(&'static str),
     /// A parameter operation failed.
     #[error(transparent)]
-    Parameter(#[from] crate::parameter::ParameterError),
+    Parameter(#[from] ParameterError),
     /// The action server rejected the goal.
     #[error("the action server rejected the goal")]
     GoalRejected,
@@ -105,9 +105,9 @@ pub enum Error {
         /// The goal id.
         goal: String,
         /// Its state.
-        from: crate::action::GoalState,
+        from: crate::action::state::GoalState,
         /// The refused event.
-        event: crate::action::GoalEvent,
+        event: crate::action::state::GoalEvent,
     },
     /// The goal is not (or no longer) known to the server, or the server is gone.
     #[error("goal {0} is unknown")]
@@ -141,4 +141,56 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     } else {
         "non-string panic payload".to_string()
     }
+}
+
+/// Why a parameter operation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParameterError {
+    /// `declare_parameter` for a name that is already declared.
+    #[error("parameter {0:?} is already declared")]
+    AlreadyDeclared(String),
+    /// `set_parameter` for a name never declared.
+    #[error("parameter {0:?} is not declared")]
+    NotDeclared(String),
+    /// The parameter is read-only.
+    #[error("parameter {0:?} is read-only")]
+    ReadOnly(String),
+    /// The value has another type than the declared one.
+    #[error("parameter {name:?} is {expected}, not {got}")]
+    WrongType {
+        /// The parameter.
+        name: String,
+        /// Its declared type.
+        expected: &'static str,
+        /// The type given.
+        got: &'static str,
+    },
+    /// The value is outside the descriptor's range.
+    #[error("parameter {name:?}: {reason}")]
+    OutOfRange {
+        /// The parameter.
+        name: String,
+        /// Which bound it breaks.
+        reason: String,
+    },
+    /// A set-callback rejected the change.
+    #[error("parameter change rejected: {0}")]
+    Rejected(String),
+    /// An override given for the parameter cannot be used with its declaration.
+    #[error("override for {name:?} is invalid: {reason}")]
+    InvalidOverride {
+        /// The parameter.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The descriptor given at declaration cannot be used: a negative integer step
+    /// (`IntegerRange.step` is unsigned), NaN in a floating-point range, or `from > to`.
+    #[error("descriptor of {name:?} is invalid: {reason}")]
+    InvalidDescriptor {
+        /// The parameter.
+        name: String,
+        /// Why.
+        reason: String,
+    },
 }

@@ -172,57 +172,7 @@ pub struct Parameter {
     pub value: ParameterValue,
 }
 
-/// Why a parameter operation failed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ParameterError {
-    /// `declare_parameter` for a name that is already declared.
-    #[error("parameter {0:?} is already declared")]
-    AlreadyDeclared(String),
-    /// `set_parameter` for a name never declared.
-    #[error("parameter {0:?} is not declared")]
-    NotDeclared(String),
-    /// The parameter is read-only.
-    #[error("parameter {0:?} is read-only")]
-    ReadOnly(String),
-    /// The value has another type than the declared one.
-    #[error("parameter {name:?} is {expected}, not {got}")]
-    WrongType {
-        /// The parameter.
-        name: String,
-        /// Its declared type.
-        expected: &'static str,
-        /// The type given.
-        got: &'static str,
-    },
-    /// The value is outside the descriptor's range.
-    #[error("parameter {name:?}: {reason}")]
-    OutOfRange {
-        /// The parameter.
-        name: String,
-        /// Which bound it breaks.
-        reason: String,
-    },
-    /// A set-callback rejected the change.
-    #[error("parameter change rejected: {0}")]
-    Rejected(String),
-    /// An override given for the parameter cannot be used with its declaration.
-    #[error("override for {name:?} is invalid: {reason}")]
-    InvalidOverride {
-        /// The parameter.
-        name: String,
-        /// Why.
-        reason: String,
-    },
-    /// The descriptor given at declaration cannot be used: a negative integer step
-    /// (`IntegerRange.step` is unsigned), NaN in a floating-point range, or `from > to`.
-    #[error("descriptor of {name:?} is invalid: {reason}")]
-    InvalidDescriptor {
-        /// The parameter.
-        name: String,
-        /// Why.
-        reason: String,
-    },
-}
+pub use crate::error::ParameterError;
 
 /// A set-callback's verdict: `Ok` accepts, `Err(reason)` rejects the whole change.
 pub type SetParametersResult = Result<(), String>;

@@ -1,4 +1,8 @@
 //! The `rclev` command line: demos and benchmarks.
+//!
+//! It is its own crate, `rclev-cli`, so that a crate depending on the `rclev` library builds
+//! none of it (nor clap, plotters, hdrhistogram, serde_json, tracing-subscriber). From the
+//! workspace root: `cargo run --release --bin rclev -- --help`.
 
 use std::path::PathBuf;
 

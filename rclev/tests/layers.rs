@@ -6,9 +6,9 @@
 //! | 0 | `sync`, `error`, `handle`, and leaf data modules that import nothing: `msg/cdr`, `action/state` |
 //! | 1 | `msg`, `interfaces`, `qos`, `parameter`, `node/names` |
 //! | 2 | `clock`, `transport` |
-//! | 3 | executor core: `executor/{dispatch,mailbox,worker,fence,sigint}`, `node/callback` |
+//! | 3 | executor core: `executor/{core,dispatch,mailbox,worker,fence}`, `node/callback` |
 //! | 4 | `timer` |
-//! | 5 | `context`, `executor/mod` (the `Executor`) |
+//! | 5 | `context`, `executor/mod` (the `Executor`), `executor/sigint` (Ctrl-C during spins) |
 //! | 6 | `node`, `logging` |
 //! | 7 | `action` |
 //!
@@ -32,15 +32,16 @@ const LAYERS: &[(&str, u8)] = &[
     ("node/names.rs", 1),
     ("clock/", 2),
     ("transport/", 2),
+    ("executor/core.rs", 3),
     ("executor/dispatch.rs", 3),
     ("executor/mailbox.rs", 3),
     ("executor/worker.rs", 3),
     ("executor/fence.rs", 3),
-    ("executor/sigint.rs", 3),
     ("node/callback.rs", 3),
     ("timer/", 4),
     ("context.rs", 5),
     ("executor/mod.rs", 5),
+    ("executor/sigint.rs", 5),
     ("node/", 6),
     ("logging.rs", 6),
     ("action/", 7),
@@ -51,9 +52,6 @@ const LAYERS: &[(&str, u8)] = &[
 /// this list.
 const KNOWN: &[(&str, &str)] = &[
     ("executor/mod.rs", "node/mod.rs"),
-    ("executor/sigint.rs", "executor/mod.rs"),
-    ("executor/worker.rs", "executor/mod.rs"),
-    ("node/callback.rs", "executor/mod.rs"),
     ("node/mod.rs", "action/mod.rs"),
     ("node/worker.rs", "action/mod.rs"),
     ("timer/mod.rs", "node/mod.rs"),

@@ -7,14 +7,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::AtomicUsize as StdAtomicUsize;
-use std::sync::{Arc, Mutex, Weak};
-use std::task::Waker;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 use tokio::sync::Notify;
 
+pub(crate) mod core;
 pub(crate) mod dispatch;
 pub(crate) mod fence;
 pub(crate) mod mailbox;
@@ -30,7 +29,9 @@ use crate::error::{Error, Result};
 use crate::node::{IntoNodeOptions, Node, NodeState};
 // The spin gate's and the shutdown flag's atomics, the gate's waiter list and the closing
 // spin's notification are the facade's: the loom models run the real gate and worker code.
-use crate::sync::{lock, model_lock, AtomicBool, AtomicUsize, Notify as GateNotify, Ordering};
+use self::core::WorkerHost;
+pub(crate) use self::core::{in_section_of_worker, SpinGate};
+use crate::sync::{lock, Ordering};
 use crate::timer::{TimerPrecision, TimerScheduler};
 use mailbox::Mailbox;
 
@@ -55,8 +56,7 @@ pub enum RuntimeChoice {
     Adopt(Handle),
 }
 
-/// A callback for errors raised while spinning (callback panics and the like).
-pub type ErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
+pub use self::core::ErrorHandler;
 
 /// How an executor is built.
 #[derive(Clone)]
@@ -151,159 +151,21 @@ pub struct ExecutorStats {
     pub timer_thread_wakeups: u64,
 }
 
-/// The spin gate: callbacks run only while at least one spin is active, and a spin returns
-/// only once no callback runs.
-///
-/// Workers do their work inside *sections* ([`SpinGate::section`]), one per poll of their task.
-/// A worker raises `running` and then checks `active`; the last spin to close lowers `active`
-/// and then waits for `running` to reach zero. Both sides use `SeqCst` (Dekker's pattern), so
-/// either the worker sees the gate closed and runs nothing, or the closing spin sees the section
-/// and waits it out: when `spin` returns, no callback of the executor is running and none starts
-/// until the next spin (async callbacks are suspended: they are polled only inside sections).
-/// `executor/loom_tests.rs` models this on the real gate and worker loop.
-#[derive(Default)]
-pub(crate) struct SpinGate {
-    active: AtomicUsize,
-    waiting: crate::sync::Mutex<Vec<Waker>>,
-    /// Workers inside a section.
-    running: AtomicUsize,
-    /// Spins waiting for `running` to reach zero; sections notify `quiet` only then.
-    closers: AtomicUsize,
-    /// Tokio's `Notify` (under loom, the facade's stand-in with its `notify_waiters` contract).
-    quiet: GateNotify,
-}
-
-/// A worker's section (see [`SpinGate`]); ends on drop.
-pub(crate) struct Section<'a> {
-    gate: &'a SpinGate,
-    outer: SectionOwner,
-    outer_shared: bool,
-}
-
-/// Whose worker section a thread is in: the executor (to refuse a spin from inside one of its
-/// callbacks) and the worker's mailbox (a callback stopping an entity of its own worker does
-/// not wait for itself). Null pointers: none. Only compared, never dereferenced.
-type SectionOwner = (*const ExecutorShared, *const Mailbox);
-
-crate::sync::thread_local! {
-    static IN_SECTION_OF: std::cell::Cell<SectionOwner> =
-        const { std::cell::Cell::new((std::ptr::null(), std::ptr::null())) };
-}
-
-/// Whether this thread is running a section of the worker with `mailbox`.
-pub(crate) fn in_section_of_worker(mailbox: &Mailbox) -> bool {
-    IN_SECTION_OF.with(|c| std::ptr::eq(c.get().1, mailbox))
-}
-
-impl Drop for Section<'_> {
-    fn drop(&mut self) {
-        IN_SECTION_OF.with(|c| c.set(self.outer));
-        mailbox::ON_SHARED_RUNTIME.with(|c| c.set(self.outer_shared));
-        if self.gate.running.fetch_sub(1, Ordering::SeqCst) == 1
-            && self.gate.closers.load(Ordering::SeqCst) > 0
-        {
-            self.gate.quiet.notify_waiters();
-        }
-    }
-}
-
-impl SpinGate {
-    /// Whether the gate is open; if not, `waker` is woken when it opens.
-    pub(crate) fn is_open_or_register(&self, waker: &Waker) -> bool {
-        if self.is_open() {
-            return true;
-        }
-        let mut waiting = model_lock(&self.waiting);
-        // Re-checked under the lock `open` takes, so an opening cannot slip between.
-        if self.is_open() {
-            return true;
-        }
-        if !waiting.iter().any(|w| w.will_wake(waker)) {
-            waiting.push(waker.clone());
-        }
-        false
-    }
-
-    pub(crate) fn is_open(&self) -> bool {
-        self.active.load(Ordering::SeqCst) > 0
-    }
-
-    /// Starts a worker section on this thread for `exec` (whose gate this is).
-    pub(crate) fn section<'a>(&'a self, exec: &ExecutorShared, mailbox: &Mailbox) -> Section<'a> {
-        self.running.fetch_add(1, Ordering::SeqCst);
-        let outer = IN_SECTION_OF.with(|c| c.replace((exec as *const _, mailbox as *const _)));
-        let outer_shared = mailbox::ON_SHARED_RUNTIME.with(|c| c.replace(exec.shared_multi_thread));
-        Section {
-            gate: self,
-            outer,
-            outer_shared,
-        }
-    }
-
-    /// Waits until no worker is inside a section, unless a spin is active again meanwhile.
-    async fn quiesce(&self) {
-        self.closers.fetch_add(1, Ordering::SeqCst);
-        loop {
-            let quiet = self.quiet.notified();
-            tokio::pin!(quiet);
-            quiet.as_mut().enable();
-            if self.running.load(Ordering::SeqCst) == 0 || self.is_open() {
-                break;
-            }
-            quiet.await;
-        }
-        self.closers.fetch_sub(1, Ordering::SeqCst);
-    }
-
-    fn open(&self) {
-        let waiting = {
-            let mut waiting = model_lock(&self.waiting);
-            self.active.fetch_add(1, Ordering::SeqCst);
-            std::mem::take(&mut *waiting)
-        };
-        for w in waiting {
-            w.wake();
-        }
-    }
-
-    /// Closes this spin's hold on the gate; `true` if it was the last.
-    fn close(&self) -> bool {
-        self.active.fetch_sub(1, Ordering::SeqCst) == 1
-    }
-
-    fn wake_all(&self) {
-        let waiting = std::mem::take(&mut *model_lock(&self.waiting));
-        for w in waiting {
-            w.wake();
-        }
-    }
-}
-
 /// State shared by the executor, its nodes, workers and entities.
 pub(crate) struct ExecutorShared {
     pub(crate) context: Context,
     pub(crate) handle: Handle,
     /// Workers run on threads of their own (see [`RuntimeChoice::ThreadPerWorker`]).
     pub(crate) dedicated_workers: bool,
-    /// Workers are tasks on a multi-threaded runtime they share (see `mailbox`'s wakes).
-    shared_multi_thread: bool,
-    pub(crate) gate: SpinGate,
+    /// What the workers see of the executor (layer 3: the executor core).
+    pub(crate) host: Arc<WorkerHost>,
     pub(crate) options: ExecutorOptions,
     pub(crate) timers: TimerScheduler,
     /// Ends the sleeps of the nodes' clocks on shutdown.
     pub(crate) life: Arc<crate::clock::Lifeline>,
-    shut_down: AtomicBool,
     shutdown_notify: Notify,
     halt_notify: Notify,
-    workers: Mutex<Vec<Weak<Mailbox>>>,
-    /// Only a hint for waking idle watchers, never part of a modelled protocol: `std`'s.
-    idle_watchers: StdAtomicUsize,
-    idle_notify: Notify,
-    errors: Mutex<Vec<Error>>,
 }
-
-/// Errors kept for `spin`'s return value when nobody spins for a long time.
-const MAX_KEPT_ERRORS: usize = 1024;
 
 impl ExecutorShared {
     /// The shared state over a runtime and a timer scheduler that already exist. Separate from
@@ -321,18 +183,15 @@ impl ExecutorShared {
             context,
             handle,
             dedicated_workers,
-            shared_multi_thread,
-            gate: SpinGate::default(),
+            host: Arc::new(WorkerHost::new(
+                shared_multi_thread,
+                options.error_handler.clone(),
+            )),
             options,
             timers,
             life: Arc::default(),
-            shut_down: AtomicBool::new(false),
             shutdown_notify: Notify::new(),
             halt_notify: Notify::new(),
-            workers: Mutex::new(Vec::new()),
-            idle_watchers: StdAtomicUsize::new(0),
-            idle_notify: Notify::new(),
-            errors: Mutex::new(Vec::new()),
         }
     }
 
@@ -356,87 +215,43 @@ impl ExecutorShared {
             options,
             timers,
         ));
-        shared.gate.open();
+        shared.host.gate.open();
         shared
     }
 
     pub(crate) fn is_shut_down(&self) -> bool {
-        // SeqCst: one side of the start fence's Dekker pair (see `fence`).
-        self.shut_down.load(Ordering::SeqCst)
+        self.host.is_shut_down()
     }
 
     pub(crate) fn report(&self, error: Error) {
-        tracing::error!(target: "rclev", "{error}");
-        if let Some(h) = &self.options.error_handler {
-            h(&error);
-        }
-        let mut errors = lock(&self.errors);
-        if errors.len() < MAX_KEPT_ERRORS {
-            errors.push(error);
-        }
-    }
-
-    pub(crate) fn notify_idle(&self) {
-        if self.idle_watchers.load(Ordering::Acquire) > 0 {
-            self.idle_notify.notify_waiters();
-        }
+        self.host.report(error)
     }
 
     /// [`Error::Shutdown`] once the executor has shut down: nothing created then would ever run.
     pub(crate) fn check_running(&self) -> Result<()> {
-        if self.is_shut_down() {
-            return Err(Error::Shutdown);
-        }
-        Ok(())
+        self.host.check_running()
     }
 
     /// Registers a new worker's mailbox so shutdown closes it; fails after shutdown.
     pub(crate) fn register_worker(&self, mailbox: &Arc<Mailbox>) -> Result<()> {
-        {
-            let mut workers = lock(&self.workers);
-            workers.retain(|w| w.strong_count() > 0);
-            workers.push(Arc::downgrade(mailbox));
-        }
-        // Checked after registering: `shutdown` sets the flag before it collects the workers
-        // under the same lock, so either it sees this mailbox or this sees the flag.
-        if let Err(e) = self.check_running() {
-            mailbox.close();
-            return Err(e);
-        }
-        Ok(())
-    }
-
-    fn live_workers(&self) -> Vec<Arc<Mailbox>> {
-        lock(&self.workers)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect()
-    }
-
-    fn all_idle(&self) -> bool {
-        self.live_workers().iter().all(|m| m.is_idle())
+        self.host.register_worker(mailbox)
     }
 
     fn shutdown(&self) {
-        if self.shut_down.swap(true, Ordering::SeqCst) {
+        if !self.host.begin_shutdown() {
             return;
         }
         self.timers.shutdown();
         self.life.end();
-        for m in self.live_workers() {
-            m.close();
-            // A callback the worker decided to start before it could see the flag has started
-            // by the time this returns; none starts later.
-            m.fence.wait_out();
-        }
-        self.gate.wake_all();
+        self.host.close_workers();
+        self.host.gate.wake_all();
         self.shutdown_notify.notify_waiters();
         self.halt_notify.notify_waiters();
     }
 
     /// Whether this thread is inside a worker section of this executor (running a callback).
     fn called_from_callback(&self) -> bool {
-        IN_SECTION_OF.with(|c| std::ptr::eq(c.get().0, self))
+        self.host.in_section_here()
     }
 
     async fn spin_async(self: Arc<Self>, options: SpinOptions) -> Vec<Error> {
@@ -444,8 +259,8 @@ impl ExecutorShared {
             return vec![Error::SpinInsideCallback];
         }
         if self.is_shut_down() {
-            self.gate.quiesce().await;
-            return std::mem::take(&mut *lock(&self.errors));
+            self.host.gate.quiesce().await;
+            return std::mem::take(&mut *lock(&self.host.errors));
         }
         #[cfg(target_os = "linux")]
         let _sigint = self
@@ -458,7 +273,7 @@ impl ExecutorShared {
         tokio::pin!(shutdown, halted);
         shutdown.as_mut().enable();
         halted.as_mut().enable();
-        self.gate.open();
+        self.host.gate.open();
         // Closes the gate also if this future is dropped mid-spin.
         struct Close<'a>(&'a SpinGate, bool);
         impl Drop for Close<'_> {
@@ -468,7 +283,7 @@ impl ExecutorShared {
                 }
             }
         }
-        let mut close = Close(&self.gate, false);
+        let mut close = Close(&self.host.gate, false);
 
         let until = async {
             match options.until_promise_resolved {
@@ -496,19 +311,19 @@ impl ExecutorShared {
             if !options.only_next_available_work {
                 return std::future::pending().await;
             }
-            self.idle_watchers.fetch_add(1, Ordering::AcqRel);
+            self.host.idle_watchers.fetch_add(1, Ordering::AcqRel);
             loop {
-                let notified = self.idle_notify.notified();
+                let notified = self.host.idle_notify.notified();
                 tokio::pin!(notified);
                 notified.as_mut().enable();
                 // Let workers woken by the gate start before judging them idle.
                 tokio::task::yield_now().await;
-                if self.all_idle() {
+                if self.host.all_idle() {
                     break;
                 }
                 notified.await;
             }
-            self.idle_watchers.fetch_sub(1, Ordering::AcqRel);
+            self.host.idle_watchers.fetch_sub(1, Ordering::AcqRel);
         };
         if !self.is_shut_down() {
             tokio::select! {
@@ -520,11 +335,11 @@ impl ExecutorShared {
             }
         }
         close.1 = true;
-        if self.gate.close() {
+        if self.host.gate.close() {
             // Callbacks that run right now finish before this spin returns.
-            self.gate.quiesce().await;
+            self.host.gate.quiesce().await;
         }
-        std::mem::take(&mut *lock(&self.errors))
+        std::mem::take(&mut *lock(&self.host.errors))
     }
 }
 
@@ -653,6 +468,7 @@ impl Executor {
         ExecutorStats {
             worker_wakeups: self
                 .shared
+                .host
                 .live_workers()
                 .iter()
                 .map(|m| m.wakeups.load(Ordering::Relaxed))

@@ -14,9 +14,9 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 
+use super::core::WorkerHost;
 use super::dispatch::ExecContext;
 use super::mailbox::{MailItem, Mailbox, Take};
-use super::ExecutorShared;
 use crate::error::{panic_message, Error};
 
 /// How long one poll of a worker may keep running mailbox rounds before the task yields to the
@@ -66,7 +66,7 @@ impl SpinPolicy {
 /// Runs a worker until its mailbox closes or the executor shuts down.
 pub(crate) async fn run_worker(
     mailbox: Arc<Mailbox>,
-    exec: Arc<ExecutorShared>,
+    exec: Arc<WorkerHost>,
     mut payload: Box<dyn Any + Send>,
     mut spin: SpinPolicy,
 ) {
@@ -187,7 +187,7 @@ fn run_batch(
     payload: &mut (dyn Any + Send),
     spawned: &mut Vec<BoxFuture<'static, ()>>,
     report: &dyn Fn(Error),
-    exec: &ExecutorShared,
+    exec: &WorkerHost,
 ) {
     let mut items = batch.drain(..);
     while let Some(item) = items.next() {
@@ -237,7 +237,7 @@ fn run_batch(
 /// Wraps an async callback so a panic inside it is reported instead of killing the worker task.
 pub(crate) fn guard_async(
     label: String,
-    exec: Arc<ExecutorShared>,
+    exec: Arc<WorkerHost>,
     fut: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> BoxFuture<'static, ()> {
     std::panic::AssertUnwindSafe(fut)

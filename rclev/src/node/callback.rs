@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use crate::executor::core::WorkerHost;
 use crate::executor::dispatch::{ExecContext, Refused};
 use crate::executor::fence::CallGate;
 use crate::executor::worker::guard_async;
-use crate::executor::ExecutorShared;
 
 type SyncFn<A> = Box<dyn FnMut(&mut (dyn Any + Send), A) + Send>;
 type AsyncFn<A> = Box<dyn FnMut(A) -> BoxFuture<'static, ()> + Send>;
@@ -54,7 +54,7 @@ impl<A: 'static> Callback<A> {
         &mut self,
         cx: &mut ExecContext<'_>,
         label: &str,
-        exec: &Arc<ExecutorShared>,
+        exec: &Arc<WorkerHost>,
         arg: A,
         gate: Option<&CallGate>,
         still_wanted: impl FnOnce() -> bool,

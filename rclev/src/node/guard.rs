@@ -74,7 +74,7 @@ impl Executable for GuardEntity {
             let _ = lock(&self.callback).call(
                 cx,
                 "guard condition",
-                &self.worker.exec,
+                &self.worker.exec.host,
                 (),
                 Some(&self.gate),
                 still_open,

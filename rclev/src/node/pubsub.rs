@@ -170,7 +170,7 @@ impl<T: Message> Executable for SubscriptionEntity<T> {
                 .call(
                     cx,
                     &self.label,
-                    &self.worker.exec,
+                    &self.worker.exec.host,
                     msg,
                     Some(&self.gate),
                     still_subscribed,

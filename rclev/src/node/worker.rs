@@ -34,7 +34,7 @@ impl WorkerCore {
         exec.register_worker(&mailbox)?;
         let task = run_worker(
             mailbox.clone(),
-            exec.clone(),
+            exec.host.clone(),
             payload,
             SpinPolicy::new(exec.options.worker_spin),
         );

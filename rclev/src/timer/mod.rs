@@ -651,7 +651,7 @@ impl Executable for TimerCore {
         let _ = cb.call(
             cx,
             "timer",
-            &self.worker.exec,
+            &self.worker.exec.host,
             info,
             Some(&self.gate),
             not_stopped,

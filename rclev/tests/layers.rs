@@ -52,8 +52,6 @@ const LAYERS: &[(&str, u8)] = &[
 /// this list.
 const KNOWN: &[(&str, &str)] = &[
     ("executor/mod.rs", "node/mod.rs"),
-    ("node/mod.rs", "action/mod.rs"),
-    ("node/worker.rs", "action/mod.rs"),
     ("timer/mod.rs", "node/mod.rs"),
 ];
 

@@ -9,6 +9,7 @@
 //! it weakly, so dropping the server or the node first never touches freed state.
 
 mod client;
+mod create;
 mod server;
 pub(crate) mod state;
 

@@ -133,7 +133,7 @@ impl NodeIdentity {
 /// A ROS 2 node. Entities created through it run on its default worker.
 pub struct NodeState {
     identity: Arc<NodeIdentity>,
-    core: Arc<WorkerCore>,
+    pub(crate) core: Arc<WorkerCore>,
     parameters: Parameters,
     logger: Logger,
     /// The `/clock` subscription while `use_sim_time` is on.
@@ -499,66 +499,6 @@ impl NodeState {
             options,
             TimerKind::Repeating(TimerCallback::asynchronous(callback)),
         )
-    }
-
-    /// An action server whose callbacks run on the node's worker: `goal` accepts or rejects
-    /// goals, `cancel` answers cancel requests, and `execute` runs each accepted goal as an
-    /// async task that ends with [`GoalEnd`](crate::GoalEnd). See [`crate::action`].
-    pub fn create_action_server<A, G, C, E, Fut>(
-        &self,
-        name: &str,
-        options: crate::ActionServerOptions,
-        goal: G,
-        cancel: C,
-        execute: E,
-    ) -> Result<crate::ActionServer<A>>
-    where
-        A: crate::msg::ActionType,
-        G: FnMut(&crate::action::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
-        C: FnMut(&crate::ServerGoalHandle<A>) -> crate::CancelResponse + Send + 'static,
-        E: FnMut(crate::ServerGoalHandle<A>) -> Fut + Send + 'static,
-        Fut: Future<Output = crate::GoalEnd<A::Result>> + Send + 'static,
-    {
-        self.core.create_action_server(
-            name,
-            options,
-            goal,
-            cancel,
-            crate::action::async_execute(execute),
-        )
-    }
-
-    /// An action server with a plain execute callback: it gets each accepted goal's handle and
-    /// finishes it (now or later, from anywhere) with `succeed`/`abort`/`canceled`.
-    pub fn create_action_server_with_callback<A, G, C, E>(
-        &self,
-        name: &str,
-        options: crate::ActionServerOptions,
-        goal: G,
-        cancel: C,
-        execute: E,
-    ) -> Result<crate::ActionServer<A>>
-    where
-        A: crate::msg::ActionType,
-        G: FnMut(&crate::action::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
-        C: FnMut(&crate::ServerGoalHandle<A>) -> crate::CancelResponse + Send + 'static,
-        E: FnMut(crate::ServerGoalHandle<A>) + Send + 'static,
-    {
-        self.core.create_action_server(
-            name,
-            options,
-            goal,
-            cancel,
-            crate::action::sync_execute(execute),
-        )
-    }
-
-    /// An action client whose responses are taken on the node's worker.
-    pub fn create_action_client<A: crate::msg::ActionType>(
-        &self,
-        name: &str,
-    ) -> Result<crate::ActionClient<A>> {
-        crate::action::create_action_client(&self.core, name)
     }
 
     /// A new worker with `payload`, for callbacks that share mutable state. Fails only if

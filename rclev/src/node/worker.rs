@@ -75,25 +75,6 @@ impl WorkerCore {
     }
 }
 
-impl WorkerCore {
-    pub(crate) fn create_action_server<A, G, C>(
-        self: &Arc<Self>,
-        name: &str,
-        options: crate::ActionServerOptions,
-        goal: G,
-        cancel: C,
-        execute: crate::action::ExecuteFn<A>,
-    ) -> Result<crate::ActionServer<A>>
-    where
-        A: crate::msg::ActionType,
-        G: FnMut(&crate::action::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
-        C: FnMut(&crate::ServerGoalHandle<A>) -> crate::CancelResponse + Send + 'static,
-    {
-        let (goal, cancel) = crate::action::handlers::<A>(goal, cancel);
-        crate::action::create_action_server(self, name, options, goal, cancel, execute)
-    }
-}
-
 #[cfg(all(test, rclev_loom))]
 impl WorkerCore {
     /// A worker for the loom models: the real core over `exec`, with a mailbox that is not
@@ -253,40 +234,6 @@ impl<P: Send + 'static> WorkerState<P> {
     /// An inert timer on this worker.
     pub fn create_timer_inert(&self, options: impl IntoTimerOptions) -> Result<Timer> {
         create_timer(&self.core, options, TimerKind::Inert)
-    }
-
-    /// An action server whose callbacks run on this worker (see
-    /// [`NodeState::create_action_server`](crate::NodeState::create_action_server)).
-    pub fn create_action_server<A, G, C, E, Fut>(
-        &self,
-        name: &str,
-        options: crate::ActionServerOptions,
-        goal: G,
-        cancel: C,
-        execute: E,
-    ) -> Result<crate::ActionServer<A>>
-    where
-        A: crate::msg::ActionType,
-        G: FnMut(&crate::action::GoalUuid, &A::Goal) -> crate::GoalResponse + Send + 'static,
-        C: FnMut(&crate::ServerGoalHandle<A>) -> crate::CancelResponse + Send + 'static,
-        E: FnMut(crate::ServerGoalHandle<A>) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = crate::GoalEnd<A::Result>> + Send + 'static,
-    {
-        self.core.create_action_server(
-            name,
-            options,
-            goal,
-            cancel,
-            crate::action::async_execute(execute),
-        )
-    }
-
-    /// An action client whose responses are taken on this worker.
-    pub fn create_action_client<A: crate::msg::ActionType>(
-        &self,
-        name: &str,
-    ) -> Result<crate::ActionClient<A>> {
-        crate::action::create_action_client(&self.core, name)
     }
 
     /// Runs `f` on the payload (on the worker, between callbacks) and resolves to its result.

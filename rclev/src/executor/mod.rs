@@ -26,7 +26,6 @@ pub(crate) mod worker;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::node::{IntoNodeOptions, Node, NodeState};
 // The spin gate's and the shutdown flag's atomics, the gate's waiter list and the closing
 // spin's notification are the facade's: the loom models run the real gate and worker code.
 use self::core::WorkerHost;
@@ -405,9 +404,10 @@ impl Executor {
         Ok(Self { shared, runtime })
     }
 
-    /// Creates a node. Accepts a name (`"talker"`) or [`NodeOptions`](crate::NodeOptions).
-    pub fn create_node(&self, options: impl IntoNodeOptions) -> Result<Node> {
-        NodeState::create(&self.shared, options.into_node_options())
+    /// The state the executor shares with its nodes (nodes are created by the node layer:
+    /// `Executor::create_node` is in `node/`).
+    pub(crate) fn shared(&self) -> &Arc<ExecutorShared> {
+        &self.shared
     }
 
     /// Spins on the calling thread until `options` says to stop, and returns the errors raised

@@ -508,6 +508,15 @@ impl NodeState {
     }
 }
 
+/// Node creation belongs to the node layer; the method sits on the `Executor` a layer above,
+/// as users expect it there.
+impl crate::executor::Executor {
+    /// Creates a node. Accepts a name (`"talker"`) or [`NodeOptions`].
+    pub fn create_node(&self, options: impl IntoNodeOptions) -> Result<Node> {
+        NodeState::create(self.shared(), options.into_node_options())
+    }
+}
+
 impl std::fmt::Debug for NodeState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Node")

@@ -51,8 +51,8 @@ impl IntraProcess {
             if topic.type_support.type_id != endpoint.type_support.type_id {
                 return Err(Error::TopicTypeMismatch {
                     topic: endpoint.name.clone(),
-                    existing: topic.type_support.type_name.to_string(),
-                    requested: endpoint.type_support.type_name.to_string(),
+                    existing: topic.type_support.info.type_name.to_string(),
+                    requested: endpoint.type_support.info.type_name.to_string(),
                 });
             }
             return Ok(topic);
@@ -363,8 +363,8 @@ impl ClientPort for IntraClient {
         if slot.request_type.type_id != self.request_type.type_id {
             return Err(Error::TopicTypeMismatch {
                 topic: self.service_name.clone(),
-                existing: slot.request_type.type_name.to_string(),
-                requested: self.request_type.type_name.to_string(),
+                existing: slot.request_type.info.type_name.to_string(),
+                requested: self.request_type.info.type_name.to_string(),
             });
         }
         let seq = self.sequence.fetch_add(1, Ordering::Relaxed) as i64 + 1;

@@ -29,12 +29,9 @@ pub trait ReadyHook: Send + Sync {
 /// What a transport needs to know about a message type.
 #[derive(Clone, Copy)]
 pub struct TypeSupport {
-    /// ROS 2 type name.
-    pub type_name: &'static str,
-    /// DDS type name (`pkg::msg::dds_::Name_`).
-    pub dds_type_name: &'static str,
-    /// REP-2016 type hash, which peers compare before matching.
-    pub type_hash: crate::msg::TypeHash,
+    /// The type's ROS 2 and DDS names, REP-2016 hash (which peers compare before matching)
+    /// and description.
+    pub info: crate::msg::TypeInfo,
     /// Rust type, to refuse a mismatched in-process endpoint.
     pub type_id: TypeId,
     /// CDR serializer for wire transports.
@@ -45,7 +42,7 @@ pub struct TypeSupport {
 
 impl std::fmt::Debug for TypeSupport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.type_name)
+        f.write_str(self.info.type_name)
     }
 }
 
@@ -66,9 +63,7 @@ impl TypeSupport {
             Ok(Arc::new(crate::msg::from_cdr::<T>(b)?))
         }
         Self {
-            type_name: T::TYPE_NAME,
-            dds_type_name: T::DDS_TYPE_NAME,
-            type_hash: T::TYPE_HASH,
+            info: crate::msg::TypeInfo::of::<T>(),
             type_id: TypeId::of::<T>(),
             serialize: ser::<T>,
             deserialize: de::<T>,

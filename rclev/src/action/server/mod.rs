@@ -1,0 +1,203 @@
+//! The action server.
+//!
+//! - `mod.rs`: the user's [`ActionServerState`] and its options, creation, and the endpoint
+//!   names the client shares.
+//! - `callbacks.rs`: the goal, cancel and execute callbacks' verdicts and storage.
+//! - `entity.rs`: `ServerInner`, the server proper: endpoints, goals, and the executable
+//!   that drains requests.
+//! - `requests.rs`: `send_goal` and `cancel_goal` handling.
+//! - `results.rs`: goal transitions, results, `get_result` and result expiry.
+//! - `goal_handle.rs`: [`ServerGoalHandle`], the execute callback's handle on a goal.
+//!
+//! Ground rules:
+//! - `ServerInner::closed` is set while `goals` is held, and every path that adds a goal
+//!   checks it under the same lock, so no goal is added after the server was closed.
+//! - Locks are taken `handlers` before `goals`, never the other way round; no user callback
+//!   runs while `goals` is held.
+//! - A goal's expiry timer is never dropped while `goals` is held: dropping a timer takes the
+//!   scheduler's lock.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+mod callbacks;
+mod entity;
+mod goal_handle;
+mod requests;
+mod results;
+
+pub(crate) use callbacks::{async_execute, handlers, sync_execute, ExecuteFn};
+pub use callbacks::{CancelResponse, GoalEnd, GoalResponse};
+pub use goal_handle::ServerGoalHandle;
+
+use crate::action::{GoalState, GoalUuid};
+use crate::clock::ClockType;
+use crate::error::Result;
+use crate::executor::dispatch::{EntityDispatch, Executable};
+use crate::interfaces::action_msgs::msg::GoalStatusArray;
+use crate::interfaces::action_msgs::srv::CancelGoal;
+use crate::msg::{ActionType, ServiceType};
+use crate::node::WorkerCore;
+use crate::qos::{IntoPrimitiveOptions, QoSProfile};
+use crate::sync::lock;
+use crate::transport::{Endpoint, TypeSupport};
+use callbacks::{CancelFn, GoalFn, Handlers};
+use entity::ServerInner;
+
+/// Server options.
+#[derive(Debug, Clone)]
+pub struct ActionServerOptions {
+    /// How long a finished goal's result is kept for `get_result`. Default 15 minutes, as in
+    /// rcl_action. A timeout beyond [`MAX_PERIOD`](crate::timer::MAX_PERIOD) (~292 years, e.g.
+    /// `Duration::MAX`) keeps results for the server's life.
+    pub result_timeout: Duration,
+    /// The clock that times result expiry. Default: the node's ROS time (so it follows `/clock`
+    /// under simulation time).
+    pub clock: ClockType,
+}
+
+impl Default for ActionServerOptions {
+    fn default() -> Self {
+        Self {
+            result_timeout: Duration::from_secs(15 * 60),
+            clock: ClockType::RosTime,
+        }
+    }
+}
+
+/// An action server. Dropping it removes its endpoints: clients waiting for results get
+/// [`Error::ServiceUnavailable`](crate::Error::ServiceUnavailable), and goal handles still held
+/// by executions become inert.
+pub struct ActionServerState<A: ActionType> {
+    inner: Arc<ServerInner<A>>,
+}
+
+/// A shared handle to an action server.
+pub type ActionServer<A> = crate::Handle<ActionServerState<A>>;
+
+/// An endpoint of action `name`: `<name>/_action/<suffix>`.
+pub(crate) fn endpoint<T: crate::msg::Message>(
+    core: &WorkerCore,
+    name: &str,
+    suffix: &str,
+    qos: QoSProfile,
+    response: Option<TypeSupport>,
+) -> Result<Endpoint> {
+    core.endpoint(
+        format!("{name}/_action/{suffix}").qos(qos),
+        TypeSupport::of::<T>(),
+        response,
+    )
+}
+
+/// One of the three services' endpoints (`send_goal`, `cancel_goal`, `get_result`), on the
+/// default QoS.
+pub(crate) fn service_endpoint<S: ServiceType>(
+    core: &WorkerCore,
+    name: &str,
+    suffix: &str,
+) -> Result<Endpoint> {
+    endpoint::<S::Request>(
+        core,
+        name,
+        suffix,
+        QoSProfile::default(),
+        Some(TypeSupport::of::<S::Response>()),
+    )
+}
+
+/// The five endpoints' QoS: services default, feedback default, status transient-local.
+pub(crate) fn status_qos() -> QoSProfile {
+    QoSProfile::default().keep_last(1).transient_local()
+}
+
+pub(crate) fn create_action_server<A: ActionType>(
+    core: &Arc<WorkerCore>,
+    name: &str,
+    options: ActionServerOptions,
+    goal: GoalFn<A>,
+    cancel: CancelFn<A>,
+    execute: ExecuteFn<A>,
+) -> Result<ActionServer<A>> {
+    let full = core.node.expand(name)?;
+    let transport = core.exec.context.transport().clone();
+    let dispatch = EntityDispatch::unbound(core.mailbox.clone());
+    let d = || dispatch.clone() as Arc<dyn crate::transport::ReadyHook>;
+    let qos = QoSProfile::default();
+    let send_goal = transport.create_service(
+        &service_endpoint::<A::SendGoal>(core, &full, "send_goal")?,
+        d(),
+    )?;
+    let cancel_goal = transport.create_service(
+        &service_endpoint::<CancelGoal>(core, &full, "cancel_goal")?,
+        d(),
+    )?;
+    let get_result = transport.create_service(
+        &service_endpoint::<A::GetResult>(core, &full, "get_result")?,
+        d(),
+    )?;
+    let feedback = transport.create_publisher(&endpoint::<A::FeedbackMessage>(
+        core, &full, "feedback", qos, None,
+    )?)?;
+    let status = transport.create_publisher(&endpoint::<GoalStatusArray>(
+        core,
+        &full,
+        "status",
+        status_qos(),
+        None,
+    )?)?;
+    let inner = Arc::new_cyclic(|me| ServerInner {
+        name: full,
+        send_goal,
+        cancel_goal,
+        get_result,
+        feedback,
+        status,
+        dispatch: dispatch.clone(),
+        goals: Mutex::new(HashMap::new()),
+        closed: AtomicBool::new(false),
+        handlers: Mutex::new(Handlers {
+            goal,
+            cancel,
+            execute,
+        }),
+        options,
+        worker: core.clone(),
+        me: me.clone(),
+    });
+    let entity: Arc<dyn Executable> = inner.clone();
+    dispatch.bind(Arc::downgrade(&entity), true);
+    inner.publish_status();
+    Ok(crate::Handle::new(ActionServerState { inner }))
+}
+
+impl<A: ActionType> Drop for ActionServerState<A> {
+    fn drop(&mut self) {
+        self.inner.close();
+    }
+}
+
+impl<A: ActionType> ActionServerState<A> {
+    /// The fully qualified action name.
+    pub fn action_name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The goals the server knows (including finished ones until their results expire).
+    pub fn goal_states(&self) -> Vec<(GoalUuid, GoalState)> {
+        lock(&self.inner.goals)
+            .iter()
+            .map(|(id, g)| (*id, g.state))
+            .collect()
+    }
+}
+
+impl<A: ActionType> std::fmt::Debug for ActionServerState<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActionServer")
+            .field("name", &self.inner.name)
+            .finish()
+    }
+}

@@ -8,6 +8,7 @@
 //! `start + k·period`, so a timer that keeps up never drifts, and a stalled one skips to the
 //! next grid point instead of bursting.
 
+use std::any::Any;
 use std::future::Future;
 use std::sync::atomic::{AtomicI64, AtomicU8};
 use std::sync::Arc;
@@ -25,7 +26,8 @@ use crate::clock::{Clock, ClockType, Time, TimeBaseFollower};
 use crate::error::{Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
 use crate::executor::fence::CallGate;
-use crate::node::{Callback, WorkerCore};
+use crate::executor::worker::WorkerRef;
+use crate::node::callback::Callback;
 // The stop protocol's atomics (`canceled`, `stops`, `dropped`) and the timer's locks are the
 // facade's, so the loom models can run the real `execute` against a real stop.
 use crate::sync::{model_lock as lock, AtomicBool, AtomicU64, Mutex, Ordering};
@@ -241,7 +243,11 @@ pub(crate) struct TimerCore {
     canceled: AtomicBool,
     /// The timer clock's time at the start of the last callback (or at creation/reset).
     last_call: AtomicI64,
-    worker: Arc<WorkerCore>,
+    /// The worker that runs the callback.
+    worker: WorkerRef,
+    /// Whatever keeps `worker` running (the node layer's `WorkerCore`): held for the timer's
+    /// life, as any entity holds its worker.
+    _keep_alive: Arc<dyn Any + Send + Sync>,
     /// Bumped (`SeqCst`) by everything after which a tick already taken must not start its
     /// callback: `cancel`, `reset`, mode changes, the handle's drop. The worker notes it when it
     /// takes a tick and re-reads it through the start fence (see `executor::fence`).
@@ -276,13 +282,41 @@ pub(crate) enum TimerKind {
     Inert,
 }
 
-pub(crate) fn create_timer(
-    worker: &Arc<WorkerCore>,
+/// What a new timer needs of the layers above it, handed over explicitly so the timer layer
+/// depends on none of them.
+pub(crate) struct TimerSite {
+    /// The worker that runs the callback.
+    pub(crate) worker: WorkerRef,
+    /// The executor's timer scheduler.
+    pub(crate) sched: Arc<SchedulerCore>,
+    /// The timer's clock, resolved from [`TimerOptions::clock`].
+    pub(crate) clock: Clock,
+    /// Held for the timer's life: keeps `worker` running (dropping the last `WorkerCore` closes
+    /// its mailbox).
+    pub(crate) keep_alive: Arc<dyn Any + Send + Sync>,
+}
+
+/// Where timers can be created: implemented by the node layer's `WorkerCore`, which resolves
+/// the clock type through its node and checks that the executor still runs.
+pub(crate) trait TimerHost {
+    /// What a timer on a clock of `clock` needs; [`Error::Shutdown`] once the executor has shut
+    /// down (nothing created then would ever run).
+    fn timer_site(self: &Arc<Self>, clock: ClockType) -> Result<TimerSite>;
+}
+
+/// Creates a timer on `host`'s worker.
+pub(crate) fn create_timer<H: TimerHost>(
+    host: &Arc<H>,
     options: impl IntoTimerOptions,
     kind: TimerKind,
 ) -> Result<Timer> {
-    worker.exec.check_running()?;
     let options = options.into_timer_options();
+    // First: after shutdown, that is the error, whatever the options.
+    let site = host.timer_site(options.clock)?;
+    create(site, options, kind)
+}
+
+fn create(site: TimerSite, options: TimerOptions, kind: TimerKind) -> Result<Timer> {
     let (mode, callback) = match kind {
         TimerKind::Repeating(cb) => (MODE_REPEATING, Some(cb.0)),
         TimerKind::OneShot(cb) => (MODE_ONESHOT, Some(cb.0)),
@@ -293,11 +327,12 @@ pub(crate) fn create_timer(
     if (mode != MODE_ONESHOT && options.period.is_zero()) || options.period > MAX_PERIOD {
         return Err(Error::InvalidPeriod(options.period));
     }
-    let clock = match options.clock {
-        ClockType::RosTime => worker.node.clock.clone(),
-        other => worker.node.clock_of(other),
-    };
-    let sched = worker.exec.timers.core.clone();
+    let TimerSite {
+        worker,
+        sched,
+        clock,
+        keep_alive,
+    } = site;
     let dispatch = EntityDispatch::unbound(worker.mailbox.clone());
     let tick = Arc::new(TimerTick::new(dispatch.clone()));
     let heap_period = if mode == MODE_ONESHOT {
@@ -327,7 +362,8 @@ pub(crate) fn create_timer(
         last_call: AtomicI64::new(clock.now().nanos),
         clock,
         canceled: AtomicBool::new(false),
-        worker: worker.clone(),
+        worker,
+        _keep_alive: keep_alive,
         stops: AtomicU64::new(0),
         gate: CallGate::default(),
         dropped: AtomicBool::new(false),
@@ -651,7 +687,7 @@ impl Executable for TimerCore {
         let _ = cb.call(
             cx,
             "timer",
-            &self.worker.exec.host,
+            &self.worker.host,
             info,
             Some(&self.gate),
             not_stopped,

@@ -14,8 +14,10 @@ use std::sync::atomic::{AtomicI64, AtomicU8};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub(crate) mod heap;
-pub(crate) mod scheduler;
+mod entry;
+mod heap;
+mod scheduler;
+mod sim;
 
 #[cfg(all(test, rclev_loom))]
 mod loom_tests;
@@ -31,8 +33,9 @@ use crate::node::callback::Callback;
 // The stop protocol's atomics (`canceled`, `stops`, `dropped`) and the timer's locks are the
 // facade's, so the loom models can run the real `execute` against a real stop.
 use crate::sync::{model_lock as lock, AtomicBool, AtomicU64, Mutex, Ordering};
+use entry::{Stamp, TimerTick};
 use heap::{GridTime, SimTime, TimerId};
-use scheduler::{SchedulerCore, TimerTick, SIM_STAMP};
+use scheduler::SchedulerCore;
 
 /// The scheduler's precision/CPU trade-offs. The default aims at tick lateness well under
 /// 10 µs for a few percent of a core per kHz of ticks; [`TimerPrecision::low_cpu`] gives up
@@ -272,8 +275,9 @@ pub type Timer = crate::Handle<TimerState>;
 struct CallbackSlot {
     callback: Option<Callback<TimerInfo>>,
     version: u64,
-    /// The stamp of the last tick taken (0: none yet), for [`TimerState::missed_before`].
-    last_stamp: u64,
+    /// The stamp of the last tick taken ([`Stamp::NONE`]: none yet), for
+    /// [`TimerCore::missed_before`].
+    last_stamp: Stamp,
 }
 
 pub(crate) enum TimerKind {
@@ -355,7 +359,7 @@ fn create(site: TimerSite, options: TimerOptions, kind: TimerKind) -> Result<Tim
         callback: Mutex::new(CallbackSlot {
             callback,
             version: 0,
-            last_stamp: 0,
+            last_stamp: Stamp::NONE,
         }),
         mode: AtomicU8::new(mode),
         period: options.period,
@@ -471,33 +475,31 @@ impl TimerCore {
     /// earlier arming. Computed from the stamps rather than counted as ticks are dropped, so a
     /// tick dropped while this one waited (a later grid point) is reported by the next call,
     /// not this one.
-    fn missed_before(&self, stamp: u64, previous: u64) -> u64 {
+    fn missed_before(&self, stamp: Stamp, previous: Stamp) -> u64 {
         let period = self.period.as_nanos() as u64;
         if period == 0 {
             return 0;
         }
-        let ns = |s: u64| s & !SIM_STAMP;
-        if previous != 0 && previous < stamp && self.tick.is_current(previous) {
-            (ns(stamp).saturating_sub(ns(previous)) / period).saturating_sub(1)
+        if previous != Stamp::NONE && previous < stamp && self.tick.is_current(previous) {
+            (stamp.nanos_since(previous) / period).saturating_sub(1)
         } else {
-            let floor = ns(self.tick.floor.load(Ordering::Acquire));
-            ns(stamp).saturating_sub(floor) / period
+            stamp.nanos_since(self.tick.floor.load(Ordering::Acquire)) / period
         }
     }
 
     /// Takes the handed-over tick and works out its call times (all but `missed_ticks`); `None`
     /// if there is none. Returns the tick's stamp too.
-    fn take_tick(&self) -> Option<(TimerInfo, u64)> {
-        let stamp = self.tick.due.swap(0, Ordering::AcqRel);
+    fn take_tick(&self) -> Option<(TimerInfo, Stamp)> {
+        let stamp = self.tick.due.swap(Stamp::NONE, Ordering::AcqRel);
         // A drop removed the timer, which raised the floor: its ticks are no longer current.
-        if stamp == 0 || self.is_canceled() || !self.tick.is_current(stamp) {
+        if stamp == Stamp::NONE || self.is_canceled() || !self.tick.is_current(stamp) {
             return None;
         }
-        if stamp & SIM_STAMP != 0 {
+        if stamp.is_sim() {
             // Simulated time: handed over when `/clock` passed the deadline, never early.
             let info = TimerInfo {
                 expected_call_time: Time {
-                    nanos: ((stamp & !SIM_STAMP) - 1) as i64,
+                    nanos: stamp.nanos() as i64,
                     clock_type: ClockType::RosTime,
                 },
                 actual_call_time: self.clock.now(),
@@ -505,7 +507,7 @@ impl TimerCore {
             };
             return Some((info, stamp));
         }
-        let expected = self.sched.epoch + Duration::from_nanos(stamp - 1);
+        let expected = self.sched.epoch + Duration::from_nanos(stamp.nanos());
         // Ticks are handed over up to the hand-off lead early; never call back before the
         // deadline.
         let mut now = Instant::now();

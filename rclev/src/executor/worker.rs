@@ -19,6 +19,24 @@ use super::dispatch::ExecContext;
 use super::mailbox::{MailItem, Mailbox, Take};
 use crate::error::{panic_message, Error};
 
+/// A worker as the entities it runs see it from below the node layer: the mailbox their
+/// readiness goes to, and the executor core their callbacks report to. Holding one does not keep
+/// the worker running: its task ends when the node layer's last `WorkerCore` is dropped, so an
+/// entity holds one of those too (opaquely, e.g. a timer's keep-alive).
+#[derive(Clone)]
+pub(crate) struct WorkerRef {
+    pub(crate) mailbox: Arc<Mailbox>,
+    pub(crate) host: Arc<WorkerHost>,
+}
+
+impl WorkerRef {
+    /// Whether the calling thread is this worker, running one of its callbacks: a stop called
+    /// from there must not wait for the callback it is called from.
+    pub(crate) fn is_current(&self) -> bool {
+        super::core::in_section_of_worker(&self.mailbox)
+    }
+}
+
 /// How long one poll of a worker may keep running mailbox rounds before the task yields to the
 /// runtime, so a busy worker cannot hog a runtime thread that other tasks (other workers, user
 /// tasks, its own async callbacks) also need. Checked every 64 rounds.

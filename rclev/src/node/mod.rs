@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 
-mod callback;
+// Crate-visible: callbacks belong to the executor-core layer, which timers use (tests/layers.rs).
+pub(crate) mod callback;
 mod guard;
 pub(crate) mod names;
 pub(crate) mod pubsub;

@@ -7,13 +7,17 @@ use std::sync::Arc;
 
 use super::callback::{payload_of, Callback};
 use super::{guard, pubsub, service, GuardCondition, Node, NodeIdentity, Service, Subscription};
+use crate::clock::ClockType;
 use crate::error::{Error, Result};
 use crate::executor::mailbox::{MailItem, Mailbox};
-use crate::executor::worker::{run_worker, SpinPolicy};
+use crate::executor::worker::{run_worker, SpinPolicy, WorkerRef};
 use crate::executor::ExecutorShared;
 use crate::msg::{Message, ServiceType};
 use crate::qos::IntoPrimitiveOptions;
-use crate::timer::{create_timer, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerKind};
+use crate::timer::{
+    create_timer, IntoTimerOptions, Timer, TimerCallback, TimerHost, TimerInfo, TimerKind,
+    TimerSite,
+};
 use crate::transport::{Endpoint, TypeSupport};
 
 /// The part of a worker that entities keep alive. Dropping the last reference closes the
@@ -98,6 +102,28 @@ impl WorkerCore {
     /// Whether the calling thread is this worker, running one of its callbacks.
     pub(crate) fn is_current(&self) -> bool {
         crate::executor::in_section_of_worker(&self.mailbox)
+    }
+
+    /// This worker as the layers below the node see it.
+    pub(crate) fn worker_ref(&self) -> WorkerRef {
+        WorkerRef {
+            mailbox: self.mailbox.clone(),
+            host: self.exec.host.clone(),
+        }
+    }
+}
+
+/// Timers get from the node layer what the timer layer cannot reach: the executor's scheduler
+/// and running state, and the node's clocks.
+impl TimerHost for WorkerCore {
+    fn timer_site(self: &Arc<Self>, clock: ClockType) -> Result<TimerSite> {
+        self.exec.check_running()?;
+        Ok(TimerSite {
+            worker: self.worker_ref(),
+            sched: self.exec.timers.core.clone(),
+            clock: self.node.clock_of(clock),
+            keep_alive: self.clone(),
+        })
     }
 }
 

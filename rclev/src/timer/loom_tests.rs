@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
+use super::entry::{Stamp, TimerTick};
 use super::heap::SimTime;
-use super::scheduler::{SchedulerCore, TimerTick, SIM_STAMP};
+use super::scheduler::SchedulerCore;
 use super::{create_timer, IntoTimerCallback, TimerKind, TimerPrecision};
 use crate::executor::dispatch::EntityDispatch;
 use crate::executor::mailbox::{MailItem, Mailbox};
@@ -30,7 +31,7 @@ fn tick() -> Arc<TimerTick> {
 }
 
 fn delivered(tick: &TimerTick) -> bool {
-    tick.due.load(Ordering::Acquire) != 0
+    tick.due.load(Ordering::Acquire) != Stamp::NONE
 }
 
 /// The waiter starts with an empty heap (it will wait "forever") while a due timer is
@@ -98,7 +99,7 @@ fn loom_cancel_then_rearm_racing_with_the_waiter() {
 /// Whether `t` holds a tick of its current schedule, which the worker would run.
 fn holds_current(t: &TimerTick) -> bool {
     let due = t.due.load(Ordering::Acquire);
-    due != 0 && t.is_current(due)
+    due != Stamp::NONE && t.is_current(due)
 }
 
 /// A re-arm (`reset()`, a mode change) racing with the delivery of a tick already popped
@@ -115,7 +116,7 @@ fn loom_rearm_racing_with_an_in_flight_tick() {
         while new <= old {
             new = Instant::now();
         }
-        let new_stamp = new.duration_since(core.epoch).as_nanos() as u64 + 1;
+        let new_stamp = Stamp::wall(new.duration_since(core.epoch));
         let victim = tick();
         let id = core.insert(victim.clone(), Some(old), Duration::ZERO);
         let v = victim.clone();
@@ -208,9 +209,9 @@ const LANE: u64 = 7;
 
 /// What a worker would accept from `t` now: a tick of the current arming (as `take_tick`
 /// decides), taken.
-fn take_current(t: &TimerTick) -> Option<u64> {
-    let stamp = t.due.swap(0, Ordering::AcqRel);
-    (stamp != 0 && t.is_current(stamp)).then_some(stamp)
+fn take_current(t: &TimerTick) -> Option<Stamp> {
+    let stamp = t.due.swap(Stamp::NONE, Ordering::AcqRel);
+    (stamp != Stamp::NONE && t.is_current(stamp)).then_some(stamp)
 }
 
 const PERIOD: Duration = Duration::from_nanos(10);
@@ -233,8 +234,8 @@ fn sim_advance_racing_a_rearm(name: &str, step: i64) {
         // The new arming's first deadline, published before `rearmed`.
         let first = Arc::new(AtomicI64::new(0));
         let rearmed = Arc::new(AtomicBool::new(false));
-        let on_new_grid = |stamp: u64, first: i64| {
-            let ns = ((stamp & !SIM_STAMP) - 1) as i64;
+        let on_new_grid = |stamp: Stamp, first: i64| {
+            let ns = stamp.nanos() as i64;
             ns >= first && (ns - first) % 10 == 0
         };
 
@@ -321,7 +322,7 @@ fn loom_sim_advance_racing_a_removal() {
         );
         // Later `/clock` messages find nothing of it.
         core.sim_advance(LANE, SimTime(100));
-        assert_eq!(t.due.load(Ordering::Acquire), 0);
+        assert_eq!(t.due.load(Ordering::Acquire), Stamp::NONE);
     });
 }
 
@@ -341,7 +342,10 @@ fn loom_sim_advances_racing_lose_no_tick() {
         core.sim_advance(LANE, SimTime(20));
         clock.join().unwrap();
         let due = t.due.load(Ordering::Acquire);
-        assert!(due != 0 && t.is_current(due), "no tick is waiting");
+        assert!(
+            due != Stamp::NONE && t.is_current(due),
+            "no tick is waiting"
+        );
         // The grid points 10, 20, … before the next deadline were all popped.
         let next = core
             .sim_deadline(LANE, id)

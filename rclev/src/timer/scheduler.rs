@@ -12,7 +12,9 @@
 //! - Because of that, a tick popped just before a user re-arms the timer can be handed over
 //!   just after. Every user arm records, under the lock, the stamp of the new schedule's first
 //!   deadline in `TimerTick::floor`; ticks stamped below it are discarded by `hand_over` and by
-//!   the worker, and never block a tick of the new schedule.
+//!   the worker, and never block a tick of the new schedule (`entry.rs` states the rules of the
+//!   per-timer state both sides share).
+//! - The simulated-time lanes (`sim.rs`) live in the same state under the same lock.
 //!
 //! # The sleep/wake handshake
 //!
@@ -36,67 +38,18 @@
 //! wake-up overshoot and the worker's wake-up latency, and only one thread spins.
 //!
 //! The loom models in `loom_tests.rs` check that a registration racing with the waiter going
-//! to sleep is always seen, and for the simulated-time lanes that a `/clock` advance racing a
-//! re-arm leaves no tick of the old arming current and loses no tick.
+//! to sleep is always seen, and that a re-arm racing a tick in flight leaves no tick of the old
+//! arming current.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use std::collections::HashMap;
-
-use super::heap::{Expiry, GridTime, SimTime, TimerHeap, TimerId};
+use super::entry::{Stamp, TimerTick};
+use super::heap::{Expiry, GridTime, TimerHeap, TimerId};
+use super::sim::SimLanes;
 use super::TimerPrecision;
-use crate::executor::dispatch::EntityDispatch;
 use crate::sync::{model_lock as lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
-
-/// Marks a stamp in `TimerTick::due` as simulated time. Wall stamps stay below it (2^62 ns is
-/// 146 years past the epoch), and `u64::MAX`, the disarmed floor, lies above every stamp.
-pub(crate) const SIM_STAMP: u64 = 1 << 62;
-
-/// What the scheduler hands a timer entity.
-pub(crate) struct TimerTick {
-    pub(crate) dispatch: Arc<EntityDispatch>,
-    /// The undelivered tick's stamp: its deadline as nanoseconds since the scheduler's epoch
-    /// plus one, or for simulated time the simulated ns plus one with [`SIM_STAMP`] set; zero
-    /// when no tick is waiting for the callback. Set by the scheduler, taken by the worker
-    /// (swap to zero).
-    pub(crate) due: AtomicU64,
-    /// Ticks dropped over the timer's life.
-    pub(crate) dropped_total: AtomicU64,
-    /// The timer is in a simulated-time lane.
-    pub(crate) sim: std::sync::atomic::AtomicBool,
-    /// The stamp of the first deadline of the current arming (`u64::MAX` while disarmed).
-    /// Set under the scheduler lock whenever a user arms, cancels or re-periods the timer.
-    /// Deliveries run outside that lock, so an expiry popped just before a `reset()` or a
-    /// mode change can reach `hand_over` afterwards; its stamp lies below the floor, which
-    /// marks it as belonging to the old schedule: it is discarded, never delivered or counted.
-    pub(crate) floor: AtomicU64,
-}
-
-impl TimerTick {
-    pub(crate) fn new(dispatch: Arc<EntityDispatch>) -> Self {
-        Self {
-            dispatch,
-            due: AtomicU64::new(0),
-            dropped_total: AtomicU64::new(0),
-            sim: std::sync::atomic::AtomicBool::new(false),
-            floor: AtomicU64::new(u64::MAX),
-        }
-    }
-
-    /// Whether a tick stamped `stamp` belongs to the current arming: at or after its first
-    /// deadline and in the same time base (a tick in flight while the timer moved between the
-    /// wall and a simulated lane is not).
-    pub(crate) fn is_current(&self, stamp: u64) -> bool {
-        let floor = self.floor.load(Ordering::Acquire);
-        stamp >= floor && (stamp & SIM_STAMP) == (floor & SIM_STAMP)
-    }
-
-    fn drop_ticks(&self, n: u64) {
-        self.dropped_total.fetch_add(n, Ordering::Relaxed);
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Waiter {
@@ -108,17 +61,19 @@ enum Waiter {
     Forever,
 }
 
-struct SchedState {
+/// Everything behind the scheduler lock.
+pub(super) struct SchedState {
     heap: TimerHeap<TimerTick>,
     /// Timers paced by simulated clocks, one heap per clock ("lane"), keyed in simulated time.
     /// The thread never waits on these: they are examined only when their clock moves.
-    sim: HashMap<u64, TimerHeap<TimerTick, SimTime>>,
+    pub(super) sim: SimLanes,
     waiter: Waiter,
     shutdown: bool,
 }
 
+/// The scheduler without its thread: what timers register with, and the loop the thread runs.
 pub(crate) struct SchedulerCore {
-    state: Mutex<SchedState>,
+    pub(super) state: Mutex<SchedState>,
     wake: Condvar,
     /// Bumped, under `state`, whenever the waiter must re-examine the heap.
     generation: AtomicU64,
@@ -138,7 +93,7 @@ impl SchedulerCore {
         Self {
             state: Mutex::new(SchedState {
                 heap: TimerHeap::default(),
-                sim: HashMap::new(),
+                sim: SimLanes::new(),
                 waiter: Waiter::Busy,
                 shutdown: false,
             }),
@@ -153,25 +108,22 @@ impl SchedulerCore {
         }
     }
 
-    /// A wall deadline as stored in `TimerTick::due`: ns since the epoch, plus one (below
-    /// [`SIM_STAMP`] for the next 146 years).
-    fn wall_stamp(&self, deadline: Instant) -> u64 {
-        let ns = deadline.saturating_duration_since(self.epoch).as_nanos();
-        u64::try_from(ns).map_or(SIM_STAMP - 1, |ns| ns.min(SIM_STAMP - 2) + 1)
+    /// A wall deadline's stamp, relative to this scheduler's epoch.
+    fn wall_stamp(&self, deadline: Instant) -> Stamp {
+        Stamp::wall(deadline.saturating_duration_since(self.epoch))
     }
 
-    /// A simulated deadline as stored in `TimerTick::due`: ns, plus one, marked.
-    fn sim_stamp(deadline: SimTime) -> u64 {
-        (deadline.0.max(0) as u64 + 1) | SIM_STAMP
-    }
-
-    /// Records where the timer's current arming starts. Called under the scheduler lock, so
-    /// every expiry popped before it carries a stamp of the previous arming.
-    fn set_floor<K: GridTime>(heap: &TimerHeap<TimerTick, K>, id: TimerId, stamp: Option<u64>) {
+    /// Records where the timer's current arming starts (`None`: disarmed). Called under the
+    /// scheduler lock, so every expiry popped before it carries a stamp of the previous arming.
+    pub(super) fn set_floor<K: GridTime>(
+        heap: &TimerHeap<TimerTick, K>,
+        id: TimerId,
+        stamp: Option<Stamp>,
+    ) {
         if let Some(slot) = heap.slot(id) {
             slot.target
                 .floor
-                .store(stamp.unwrap_or(u64::MAX), Ordering::Release);
+                .store(stamp.unwrap_or(Stamp::DISARMED), Ordering::Release);
         }
     }
 
@@ -308,130 +260,7 @@ impl SchedulerCore {
     /// Hands one expiry to its timer. Runs without the scheduler lock.
     fn deliver(&self, expiry: Expiry<TimerTick>) {
         let stamp = self.wall_stamp(expiry.deadline);
-        Self::hand_over(&expiry.target, stamp, expiry.skipped);
-    }
-
-    fn hand_over(tick: &TimerTick, stamp: u64, skipped: u64) {
-        if !tick.is_current(stamp) {
-            // Popped before the timer was re-armed: a tick of the old schedule.
-            return;
-        }
-        if skipped > 0 {
-            tick.drop_ticks(skipped);
-        }
-        let mut waiting = tick.due.load(Ordering::Acquire);
-        loop {
-            if waiting != 0 && tick.is_current(waiting) {
-                // The previous tick's callback has not started: drop this one (no backlog).
-                tick.drop_ticks(1);
-                return;
-            }
-            // Empty, or holding a tick of an old schedule that the worker would discard.
-            match tick.due.compare_exchange_weak(
-                waiting,
-                stamp,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => {
-                    tick.dispatch.notify();
-                    return;
-                }
-                Err(now) => waiting = now,
-            }
-        }
-    }
-
-    /// Adds a timer to the lane of simulated clock `lane`.
-    pub(crate) fn sim_insert(
-        &self,
-        lane: u64,
-        tick: Arc<TimerTick>,
-        deadline: Option<SimTime>,
-        period: Duration,
-    ) -> TimerId {
-        tick.sim.store(true, std::sync::atomic::Ordering::Release);
-        let mut state = lock(&self.state);
-        let heap = state.sim.entry(lane).or_default();
-        let id = heap.insert(tick, deadline, period);
-        Self::set_floor(heap, id, deadline.map(Self::sim_stamp));
-        id
-    }
-
-    /// Re-arms or cancels a simulated-clock timer, optionally with a new period.
-    /// `when` reads the simulated clock under the scheduler lock, for the reason given at
-    /// [`arm`](Self::arm): `/clock` moves the time before it pops, so a deadline read under the
-    /// lock lies above every tick popped under the old arming. Returns the deadline armed.
-    pub(crate) fn sim_arm(
-        &self,
-        lane: u64,
-        id: TimerId,
-        when: impl FnOnce() -> Option<SimTime>,
-        period: Option<Duration>,
-    ) -> Option<SimTime> {
-        let mut state = lock(&self.state);
-        let heap = state.sim.get_mut(&lane)?;
-        if let Some(p) = period {
-            heap.set_period(id, p);
-        }
-        let deadline = when();
-        heap.arm(id, deadline);
-        Self::set_floor(heap, id, deadline.map(Self::sim_stamp));
-        deadline
-    }
-
-    /// Removes a simulated-clock timer; like [`remove`](Self::remove), a tick popped before no
-    /// longer counts as current.
-    pub(crate) fn sim_remove(&self, lane: u64, id: TimerId) {
-        if let Some(heap) = lock(&self.state).sim.get_mut(&lane) {
-            Self::set_floor(heap, id, None);
-            heap.remove(id);
-        }
-    }
-
-    /// A simulated-clock timer's next deadline.
-    pub(crate) fn sim_deadline(&self, lane: u64, id: TimerId) -> Option<SimTime> {
-        lock(&self.state).sim.get(&lane)?.slot(id)?.deadline
-    }
-
-    /// Simulated clock `lane` moved forward to `now`: hands over every timer now due, one call
-    /// per timer with the grid points it skipped counted as missed. Costs O(k log n) for k
-    /// timers due out of n; the others are not looked at.
-    pub(crate) fn sim_advance(&self, lane: u64, now: SimTime) {
-        let mut due = Vec::new();
-        {
-            let mut state = lock(&self.state);
-            let Some(heap) = state.sim.get_mut(&lane) else {
-                return;
-            };
-            while let Some(e) = heap.pop_due(now, now) {
-                due.push(e);
-            }
-        }
-        for e in due {
-            Self::hand_over(&e.target, Self::sim_stamp(e.deadline), e.skipped);
-        }
-    }
-
-    /// Simulated clock `lane` jumped back to `now`: as rcl does, a repeating timer whose last
-    /// grid point lies after `now` restarts one period from `now`. O(n), on backward jumps only.
-    pub(crate) fn sim_jumped_back(&self, lane: u64, now: SimTime) {
-        let mut state = lock(&self.state);
-        let Some(heap) = state.sim.get_mut(&lane) else {
-            return;
-        };
-        for (id, deadline, period) in heap.armed() {
-            let last = SimTime(
-                deadline
-                    .0
-                    .saturating_sub(crate::clock::saturating_nanos(period)),
-            );
-            if !period.is_zero() && last > now {
-                let restart = now.checked_plus(period);
-                heap.arm(id, restart);
-                Self::set_floor(heap, id, restart.map(Self::sim_stamp));
-            }
-        }
+        hand_over(&expiry.target, stamp, expiry.skipped);
     }
 
     /// Pops everything due for hand-off at `now` into `due`.
@@ -507,6 +336,39 @@ impl SchedulerCore {
                 continue;
             }
             state = self.wait(state);
+        }
+    }
+}
+
+/// Hands a tick stamped `stamp` to its timer, `skipped` grid points after the previous one
+/// (counted as dropped), unless it belongs to an old arming. The first step of a tick's path
+/// after the heap: the tick goes into `due` and its dispatch queues the timer in its worker's
+/// mailbox (`executor/dispatch.rs`). Runs without the scheduler lock.
+pub(super) fn hand_over(tick: &TimerTick, stamp: Stamp, skipped: u64) {
+    if !tick.is_current(stamp) {
+        // Popped before the timer was re-armed: a tick of the old schedule.
+        return;
+    }
+    if skipped > 0 {
+        tick.drop_ticks(skipped);
+    }
+    let mut waiting = tick.due.load(Ordering::Acquire);
+    loop {
+        if waiting != Stamp::NONE && tick.is_current(waiting) {
+            // The previous tick's callback has not started: drop this one (no backlog).
+            tick.drop_ticks(1);
+            return;
+        }
+        // Empty, or holding a tick of an old schedule that the worker would discard.
+        match tick
+            .due
+            .compare_exchange_weak(waiting, stamp, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                tick.dispatch.notify();
+                return;
+            }
+            Err(now) => waiting = now,
         }
     }
 }
@@ -588,48 +450,5 @@ impl TimerScheduler {
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .is_none_or(|h| h.is_finished())
-    }
-}
-
-#[cfg(all(test, not(rclev_loom)))]
-mod tests {
-    use super::*;
-    use crate::executor::mailbox::Mailbox;
-
-    fn tick_with_floor(floor: u64) -> TimerTick {
-        let tick = TimerTick::new(EntityDispatch::unbound(Arc::new(Mailbox::default())));
-        tick.floor.store(floor, Ordering::Release);
-        tick
-    }
-
-    #[test]
-    fn a_stamp_of_the_other_time_base_is_never_current() {
-        let sim = |ns: u64| (ns + 1) | SIM_STAMP;
-        let wall = tick_with_floor(1_000);
-        assert!(wall.is_current(1_000) && wall.is_current(5_000));
-        assert!(!wall.is_current(999), "before the floor");
-        assert!(
-            !wall.is_current(sim(2_000)),
-            "a sim tick after a switch to the wall"
-        );
-        let simulated = tick_with_floor(sim(1_000));
-        assert!(simulated.is_current(sim(1_000)) && simulated.is_current(sim(9_000)));
-        assert!(
-            !simulated.is_current(5_000_000_000),
-            "a wall tick after a switch to sim"
-        );
-        assert!(!simulated.is_current(sim(999)));
-        let disarmed = tick_with_floor(u64::MAX);
-        assert!(!disarmed.is_current(sim(i64::MAX as u64 >> 2)) && !disarmed.is_current(1));
-    }
-}
-
-/// Simulated-time steps arrive from the clock layer through this.
-impl crate::clock::SimTimeSink for SchedulerCore {
-    fn sim_jumped_back(&self, lane: u64, nanos: i64) {
-        SchedulerCore::sim_jumped_back(self, lane, SimTime(nanos))
-    }
-    fn sim_advance(&self, lane: u64, nanos: i64) {
-        SchedulerCore::sim_advance(self, lane, SimTime(nanos))
     }
 }

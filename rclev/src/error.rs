@@ -23,8 +23,9 @@ impl fmt::Display for NameKind {
     }
 }
 
-/// Every error rclev reports.
+/// Every error rclev reports. New kinds may be added: match with a `_` arm.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A node, namespace or topic name that ROS 2 naming rules reject.
     #[error("invalid {kind} name {name:?}: {reason}")]
@@ -36,33 +37,41 @@ pub enum Error {
         /// The rule it breaks.
         reason: &'static str,
     },
-    /// A publisher or subscription asked for a topic that already carries another type.
-    #[error("topic {topic:?} carries {existing}, not {requested}")]
-    TopicTypeMismatch {
-        /// Fully qualified topic name.
-        topic: String,
-        /// The type the topic already has.
-        existing: String,
-        /// The type of the new endpoint.
-        requested: String,
-    },
-    /// The new endpoint's QoS cannot be matched with an existing one on the same topic.
-    #[error("incompatible QoS on {topic:?}: {reason}")]
-    IncompatibleQos {
-        /// Fully qualified topic name.
-        topic: String,
-        /// Which policy clashes.
-        reason: String,
-    },
     /// A QoS profile that cannot be honoured (e.g. `KeepLast(0)`).
     #[error("invalid QoS: {0}")]
     InvalidQos(&'static str),
     /// A second server for a service name that already has one.
     #[error("service {0:?} already has a server")]
     ServiceAlreadyExists(String),
-    /// The service has no server, or its server went away before answering.
+    /// The service has no server, or its server went away before answering (as far as the
+    /// transport can tell: a remote server may also vanish silently, see [`Error::Timeout`]).
     #[error("service {0:?} is not available")]
     ServiceUnavailable(String),
+    /// A wait ended before what it waited for: a service call's response, a server to
+    /// appear, a graph change.
+    #[error("{what} timed out after {after:?}")]
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// The timeout.
+        after: std::time::Duration,
+    },
+    /// The transport failed (a wire transport's engine refused an operation, a payload held
+    /// another type than its endpoint's).
+    #[error("transport: {0}")]
+    Transport(String),
+    /// A received message could not be decoded; it was dropped, counted and reported to the
+    /// executor's error handler.
+    #[error("malformed message on {topic:?}: {reason}")]
+    MalformedMessage {
+        /// Fully qualified topic (or service) name.
+        topic: String,
+        /// Why it could not be decoded.
+        reason: String,
+    },
+    /// A QoS event kind the transport never reports, for which a handler was registered.
+    #[error("the transport does not report {0} events")]
+    UnsupportedEvent(String),
     /// The service's handler failed (panicked) instead of answering this request.
     #[error("service {0:?} failed to answer the request")]
     ServiceFailed(String),
@@ -127,6 +136,38 @@ pub enum Error {
     /// A timer period that cannot be scheduled (zero or negative for a repeating timer).
     #[error("invalid timer period {0:?}")]
     InvalidPeriod(std::time::Duration),
+}
+
+/// A value that could not be delivered, handed back with the reason (like crossbeam's
+/// `SendError`): a message published after shutdown is not lost to the caller.
+#[derive(Clone, PartialEq, thiserror::Error)]
+#[error("{error}")]
+pub struct DeliveryError<T> {
+    /// Why it was not delivered.
+    pub error: Error,
+    /// The value, as given.
+    pub value: T,
+}
+
+impl<T> DeliveryError<T> {
+    /// The value that was not delivered.
+    pub fn into_inner(self) -> T {
+        self.value
+    }
+}
+
+impl<T> fmt::Debug for DeliveryError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeliveryError")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> From<DeliveryError<T>> for Error {
+    fn from(e: DeliveryError<T>) -> Self {
+        e.error
+    }
 }
 
 /// `Result` with rclev's [`Error`].

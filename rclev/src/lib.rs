@@ -36,14 +36,14 @@ mod loom_model;
 pub mod msg;
 mod node;
 pub mod parameter;
-mod qos;
+pub mod qos;
 pub(crate) mod sync;
 pub mod timer;
 pub mod transport;
 
 pub use clock::{Clock, ClockChange, ClockType, JumpHandle, JumpThreshold, Rate, Time, TimeJump};
 pub use context::Context;
-pub use error::{Error, NameKind, Result};
+pub use error::{DeliveryError, Error, NameKind, Result};
 pub use executor::{
     ErrorHandler, Executor, ExecutorCommands, ExecutorOptions, ExecutorStats, RuntimeChoice,
     SpinOptions,
@@ -59,7 +59,8 @@ pub use parameter::{
     Parameter, ParameterDescriptor, ParameterError, ParameterValue, SetCallbackHandle,
 };
 pub use qos::{
-    Durability, History, IntoPrimitiveOptions, PrimitiveOptions, QoSProfile, Reliability,
+    Durability, History, IntoPrimitiveOptions, Liveliness, PrimitiveOptions, QoSProfile, QosEvent,
+    Reliability,
 };
 pub use timer::{
     IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerOptions,

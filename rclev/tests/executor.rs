@@ -68,11 +68,25 @@ fn client_errors_without_server_and_when_server_goes_away() {
     let node = executor.create_node("n").unwrap();
     let client = node.create_client::<AddTwoInts>("nobody").unwrap();
     assert!(!client.service_is_ready());
-    let res = futures::executor::block_on(client.call(AddTwoIntsRequest { a: 1, b: 2 }));
-    assert!(matches!(res, Err(Error::ServiceUnavailable(ref n)) if n == "/nobody"));
+    // On any transport a call without a server fails: at once when the transport knows there
+    // is none (in process, always), by its timeout otherwise.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let call = client.call_with_timeout(AddTwoIntsRequest { a: 1, b: 2 }, Duration::from_secs(1));
+    let _ = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(async move { tx.send(call.await).unwrap() })
+            .timeout(Duration::from_secs(5)),
+    );
+    let res = rx.try_recv().unwrap();
+    assert!(
+        matches!(res, Err(Error::ServiceUnavailable(ref n)) if n == "/nobody")
+            || matches!(res, Err(Error::Timeout { .. })),
+        "{res:?}"
+    );
 
     // Server exists but the executor does not spin: the request is queued; dropping the server
-    // answers it with an error instead of leaving the caller hanging.
+    // answers it with an error instead of leaving the caller hanging. A guarantee of the
+    // in-process transport: a remote server can vanish silently (calls then need a timeout).
     let service = node
         .create_service::<AddTwoInts, _>("/late", |r| AddTwoIntsResponse { sum: r.a })
         .unwrap();

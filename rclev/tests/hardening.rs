@@ -307,7 +307,7 @@ fn workers_and_entities_after_shutdown_are_refused() {
     assert!(matches!(node.create_worker(1u8), Err(Error::Shutdown)));
     assert!(matches!(executor.create_node("late"), Err(Error::Shutdown)));
     assert!(matches!(
-        publisher.publish(Int64 { data: 1 }),
+        publisher.publish(Int64 { data: 1 }).map_err(Error::from),
         Err(Error::Shutdown)
     ));
     assert!(matches!(

@@ -27,7 +27,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("action/state.rs", 0),
     ("msg/", 1),
     ("interfaces/", 1),
-    ("qos.rs", 1),
+    ("qos/", 1),
     ("parameter/", 1),
     ("node/names.rs", 1),
     ("clock/", 2),

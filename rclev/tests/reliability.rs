@@ -777,7 +777,7 @@ impl Flood {
                             data: pack(id, seq),
                         }) {
                             Ok(()) => {}
-                            Err(Error::Shutdown) => break,
+                            Err(e) if e.error == Error::Shutdown => break,
                             Err(e) => panic!("publishing failed: {e}"),
                         }
                         seq += 1;

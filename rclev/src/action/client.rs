@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use futures::{Stream, StreamExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::server::{endpoint, service_endpoint, status_qos};
+use super::wire::{action_service, action_topic, client_feedback_qos, status_qos};
 use super::GoalState;
 use super::GoalUuid;
 use crate::clock::Lifeline;
@@ -18,12 +18,10 @@ use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BAT
 use crate::interfaces::action_msgs::msg::{GoalInfo, GoalStatusArray};
 use crate::interfaces::action_msgs::srv::{CancelGoal, CancelGoal_Request, CancelGoal_Response};
 use crate::msg::{ActionType, GetResultResponse, Message, SendGoalResponse};
-use crate::node::pubsub::downcast;
-use crate::node::service::unwrap_payload;
+use crate::node::entity::{bind_entity, decode, decode_owned};
 use crate::node::WorkerCore;
-use crate::qos::QoSProfile;
 use crate::sync::lock;
-use crate::transport::{ClientPort, ReadyHook, SubscriptionPort};
+use crate::transport::{ClientPort, Payload, ReadyHook, SubscriptionPort};
 
 type Waiters<T> = Mutex<HashMap<i64, oneshot::Sender<Result<T>>>>;
 
@@ -46,6 +44,10 @@ struct ClientInner<A: ActionType> {
     goals: Mutex<HashMap<GoalUuid, ClientGoal<A>>>,
     /// Ends the client's futures and feedback streams when the executor shuts down.
     life: Arc<Lifeline>,
+    /// Bumped by the transport on every graph change.
+    graph: watch::Receiver<u64>,
+    /// Where malformed messages are reported.
+    host: Arc<crate::executor::core::WorkerHost>,
 }
 
 /// An action client. Responses, feedback and status are taken by its worker, so the executor
@@ -62,51 +64,48 @@ pub(crate) fn create_action_client<A: ActionType>(
     name: &str,
 ) -> Result<ActionClient<A>> {
     let full = core.node.expand(name)?;
-    let transport = core.exec.context.transport().clone();
-    let dispatch = EntityDispatch::unbound(core.mailbox.clone());
-    let hook = || dispatch.clone() as Arc<dyn ReadyHook>;
-    let send_goal = transport.create_client(
-        &service_endpoint::<A::SendGoal>(core, &full, "send_goal")?,
-        hook(),
-    )?;
-    let cancel_goal = transport.create_client(
-        &service_endpoint::<CancelGoal>(core, &full, "cancel_goal")?,
-        hook(),
-    )?;
-    let get_result = transport.create_client(
-        &service_endpoint::<A::GetResult>(core, &full, "get_result")?,
-        hook(),
-    )?;
-    let feedback = transport.create_subscription(
-        &endpoint::<A::FeedbackMessage>(
-            core,
-            &full,
-            "feedback",
-            QoSProfile::default().keep_all(),
-            None,
-        )?,
-        hook(),
-    )?;
-    let status = transport.create_subscription(
-        &endpoint::<GoalStatusArray>(core, &full, "status", status_qos(), None)?,
-        hook(),
-    )?;
-    let inner = Arc::new(ClientInner {
-        name: full,
-        send_goal,
-        cancel_goal,
-        get_result,
-        feedback,
-        status,
-        dispatch: dispatch.clone(),
-        goal_responses: Mutex::default(),
-        cancel_responses: Mutex::default(),
-        result_responses: Mutex::default(),
-        goals: Mutex::default(),
-        life: core.exec.life.clone(),
-    });
-    let entity: Arc<dyn Executable> = inner.clone();
-    dispatch.bind(Arc::downgrade(&entity), true);
+    let port = &core.node.port;
+    let inner = bind_entity(core, true, |dispatch| {
+        let hook = || dispatch.clone() as Arc<dyn ReadyHook>;
+        let send_goal = port.create_client(
+            &action_service::<A::SendGoal>(core, &full, "send_goal")?,
+            hook(),
+        )?;
+        let cancel_goal = port.create_client(
+            &action_service::<CancelGoal>(core, &full, "cancel_goal")?,
+            hook(),
+        )?;
+        let get_result = port.create_client(
+            &action_service::<A::GetResult>(core, &full, "get_result")?,
+            hook(),
+        )?;
+        let feedback = port.create_subscription(
+            &action_topic::<A::FeedbackMessage>(core, &full, "feedback", client_feedback_qos())?,
+            hook(),
+            Arc::new(()),
+        )?;
+        let status = port.create_subscription(
+            &action_topic::<GoalStatusArray>(core, &full, "status", status_qos())?,
+            hook(),
+            Arc::new(()),
+        )?;
+        Ok(Arc::new(ClientInner {
+            name: full.clone(),
+            send_goal,
+            cancel_goal,
+            get_result,
+            feedback,
+            status,
+            dispatch,
+            goal_responses: Mutex::default(),
+            cancel_responses: Mutex::default(),
+            result_responses: Mutex::default(),
+            goals: Mutex::default(),
+            life: core.exec.life.clone(),
+            graph: core.exec.context.transport().graph_changes(),
+            host: core.exec.host.clone(),
+        }))
+    })?;
     Ok(crate::Handle::new(ActionClientState { inner }))
 }
 
@@ -123,7 +122,7 @@ fn call<Req: Message, Resp>(
     }
     let (tx, rx) = oneshot::channel();
     let mut w = lock(waiters);
-    let seq = port.send_request(Arc::new(request))?;
+    let seq = port.send_request(Payload::Shared(Arc::new(request)))?;
     w.insert(seq, tx);
     Ok(rx)
 }
@@ -141,9 +140,44 @@ impl<A: ActionType> ActionClientState<A> {
         &self.inner.name
     }
 
-    /// Whether an action server for this name exists.
+    /// Whether an action server for this name is matched: all three of its services.
     pub fn server_is_available(&self) -> bool {
-        self.inner.send_goal.service_is_ready()
+        let i = &self.inner;
+        i.send_goal.service_is_ready()
+            && i.cancel_goal.service_is_ready()
+            && i.get_result.service_is_ready()
+    }
+
+    /// Waits until an action server is available, at most `timeout` ([`Error::Timeout`]
+    /// then; `None` waits without limit). Woken by graph changes, not polling.
+    /// [`Error::Shutdown`] if the executor shuts down first. Needs a Tokio runtime when a
+    /// timeout is given.
+    pub async fn wait_for_server(&self, timeout: Option<std::time::Duration>) -> Result<()> {
+        let mut changes = self.inner.graph.clone();
+        let wait = async {
+            loop {
+                // Marked seen before the check: a change after it wakes the wait below.
+                changes.borrow_and_update();
+                if self.server_is_available() {
+                    return Ok(());
+                }
+                if changes.changed().await.is_err() {
+                    return Err(Error::Transport("the transport has shut down".into()));
+                }
+            }
+        };
+        let bounded = async {
+            match timeout {
+                None => wait.await,
+                Some(after) => tokio::time::timeout(after, wait).await.unwrap_or_else(|_| {
+                    Err(Error::Timeout {
+                        what: format!("waiting for action server {:?}", self.inner.name),
+                        after,
+                    })
+                }),
+            }
+        };
+        self.inner.life.unless_ended(bounded).await
     }
 
     /// Sends a goal. Resolves to a handle when the server accepts it, to
@@ -223,13 +257,25 @@ impl<A: ActionType> ClientInner<A> {
         }
     }
 
+    /// Reports a message that could not be decoded; returns the error for its waiter.
+    fn malformed(&self, reason: String) -> Error {
+        let error = Error::MalformedMessage {
+            topic: self.name.clone(),
+            reason,
+        };
+        self.host.report(error.clone());
+        error
+    }
+
     fn take_responses<T: Message>(&self, port: &dyn ClientPort, waiters: &Waiters<T>) -> bool {
         for _ in 0..MAX_BATCH {
             let Some((seq, response)) = port.take_response() else {
                 return false;
             };
+            let response = response
+                .and_then(|p| decode_owned::<T>(p).map_err(|reason| self.malformed(reason)));
             if let Some(tx) = lock(waiters).remove(&seq) {
-                let _ = tx.send(response.map(unwrap_payload::<T>));
+                let _ = tx.send(response);
             }
         }
         true
@@ -246,19 +292,31 @@ impl<A: ActionType> Executable for ClientInner<A> {
             let Some((p, _)) = self.feedback.take() else {
                 break;
             };
-            let msg: Arc<A::FeedbackMessage> = downcast(p);
+            feedback_left |= i + 1 == MAX_BATCH;
+            let msg: Arc<A::FeedbackMessage> = match decode(p) {
+                Ok(msg) => msg,
+                Err(reason) => {
+                    self.malformed(reason);
+                    continue;
+                }
+            };
             let (goal_id, feedback) = A::feedback_message_parts(&msg);
             if let Some(g) = lock(&self.goals).get(goal_id) {
                 let _ = g.feedback.send(feedback.clone());
             }
-            feedback_left |= i + 1 == MAX_BATCH;
         }
         // Status is looked at only once the feedback queue is drained: the server publishes a
         // goal's feedback before its terminal status, and a terminal status ends the goal's
         // feedback stream.
         if !feedback_left {
             while let Some((p, _)) = self.status.take() {
-                let array: Arc<GoalStatusArray> = downcast(p);
+                let array: Arc<GoalStatusArray> = match decode(p) {
+                    Ok(array) => array,
+                    Err(reason) => {
+                        self.malformed(reason);
+                        continue;
+                    }
+                };
                 let mut goals = lock(&self.goals);
                 for s in &array.status_list {
                     let state = GoalState::from_i8(s.status);

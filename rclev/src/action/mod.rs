@@ -12,6 +12,7 @@ mod client;
 mod create;
 mod server;
 pub(crate) mod state;
+mod wire;
 
 pub use state::{GoalEvent, GoalState};
 

@@ -6,6 +6,9 @@ use std::sync::{Arc, Mutex, Weak};
 
 // Crate-visible: callbacks belong to the executor-core layer, which timers use (tests/layers.rs).
 pub(crate) mod callback;
+pub(crate) mod entity;
+mod events;
+mod graph;
 mod guard;
 pub(crate) mod names;
 pub(crate) mod pubsub;
@@ -107,10 +110,12 @@ impl IntoNodeOptions for String {
     }
 }
 
-/// A node's validated name and namespace, and its clocks.
+/// A node's validated name and namespace, its clocks, and its registration with the transport.
 pub(crate) struct NodeIdentity {
     pub(crate) name: String,
     pub(crate) namespace: String,
+    /// The node as the transport knows it; endpoints are created through it.
+    pub(crate) port: Arc<dyn crate::transport::NodePort>,
     /// The node's ROS-time clock.
     pub(crate) clock: Clock,
     life: Arc<Lifeline>,
@@ -161,7 +166,15 @@ impl NodeState {
             None => tracing::error!(target: "rclev", "{e}"),
         }));
         exec.life.watch(&source);
+        let port = exec
+            .context
+            .transport()
+            .create_node(&crate::transport::NodeName {
+                name: options.name.clone(),
+                namespace: namespace.clone(),
+            })?;
         let identity = Arc::new(NodeIdentity {
+            port,
             clock: Clock::from_source(source, exec.life.clone()),
             life: exec.life.clone(),
             name: options.name.clone(),
@@ -169,8 +182,10 @@ impl NodeState {
         });
         let core = WorkerCore::spawn(exec, identity.clone(), Box::new(()))?;
         let rosout = if options.enable_rosout {
-            let qos = QoSProfile::default().keep_last(1000).transient_local();
-            Some(PublisherState::create(&core, "/rosout".qos(qos))?)
+            Some(PublisherState::create(
+                &core,
+                "/rosout".qos(QoSProfile::rosout()),
+            )?)
         } else {
             None
         };
@@ -232,7 +247,7 @@ impl NodeState {
                 &self.core,
                 "/clock".qos(QoSProfile::clock()),
                 Callback::plain(
-                    move |m: Arc<crate::interfaces::rosgraph_msgs::msg::Clock>| {
+                    move |(m, _): (Arc<crate::interfaces::rosgraph_msgs::msg::Clock>, _)| {
                         s.set_sim_time(m.clock.as_nanos())
                     },
                 ),
@@ -358,25 +373,52 @@ impl NodeState {
     pub fn create_subscription<T: Message, F>(
         &self,
         options: impl IntoPrimitiveOptions,
-        callback: F,
+        mut callback: F,
     ) -> Result<Subscription<T>>
     where
         F: FnMut(Arc<T>) + Send + 'static,
     {
-        pubsub::create_subscription(&self.core, options, Callback::plain(callback))
+        pubsub::create_subscription(
+            &self.core,
+            options,
+            Callback::plain(move |(m, _)| callback(m)),
+        )
+    }
+
+    /// A subscription whose callback also gets each message's [`MessageInfo`]: source and
+    /// reception timestamps, publisher GID, sequence numbers.
+    ///
+    /// [`MessageInfo`]: crate::transport::MessageInfo
+    pub fn create_subscription_with_info<T: Message, F>(
+        &self,
+        options: impl IntoPrimitiveOptions,
+        mut callback: F,
+    ) -> Result<Subscription<T>>
+    where
+        F: FnMut(Arc<T>, crate::transport::MessageInfo) + Send + 'static,
+    {
+        pubsub::create_subscription(
+            &self.core,
+            options,
+            Callback::plain(move |(m, info)| callback(m, info)),
+        )
     }
 
     /// A subscription with an async callback; each message's future runs on the worker's task.
     pub fn create_async_subscription<T: Message, F, Fut>(
         &self,
         options: impl IntoPrimitiveOptions,
-        callback: F,
+        mut callback: F,
     ) -> Result<Subscription<T>>
     where
         F: FnMut(Arc<T>) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        pubsub::create_subscription(&self.core, options, Callback::asynchronous(callback))
+        pubsub::create_subscription(
+            &self.core,
+            options,
+            Callback::asynchronous(move |(m, _)| callback(m)),
+        )
     }
 
     /// A subscription to `.await` or use as a `Stream`, without a callback.

@@ -1,7 +1,7 @@
 //! Publishers, callback subscriptions and awaitable subscription streams.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};
 
@@ -9,20 +9,21 @@ use futures::task::AtomicWaker;
 use futures::Stream;
 
 use super::callback::Callback;
+use super::entity::{bind_entity, decode, topic_endpoint};
+use super::events::EventSink;
 use super::worker::WorkerCore;
-use crate::error::{Error, Result};
+use crate::error::{DeliveryError, Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
 use crate::executor::fence::CallGate;
 use crate::msg::Message;
-use crate::qos::IntoPrimitiveOptions;
+use crate::qos::{IntoPrimitiveOptions, QoSProfile, QosEvent};
 use crate::sync::lock;
-use crate::transport::{
-    MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort, TypeSupport,
-};
+use crate::transport::{Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort};
 
 /// Publishes messages of type `T` on one topic.
 pub struct PublisherState<T: Message> {
     port: Arc<dyn PublisherPort>,
+    events: Arc<EventSink>,
     topic: String,
     /// Publishing fails with [`Error::Shutdown`] once this has ended.
     life: Arc<crate::clock::Lifeline>,
@@ -34,30 +35,41 @@ pub type Publisher<T> = Arc<PublisherState<T>>;
 
 impl<T: Message> PublisherState<T> {
     pub(crate) fn create(
-        core: &WorkerCore,
+        core: &Arc<WorkerCore>,
         options: impl IntoPrimitiveOptions,
     ) -> Result<Publisher<T>> {
-        let endpoint = core.endpoint(options, TypeSupport::of::<T>(), None)?;
-        let port = core.exec.context.transport().create_publisher(&endpoint)?;
+        let endpoint = topic_endpoint::<T>(core, options)?;
+        let events = EventSink::create(core, format!("publisher {}", endpoint.name))?;
+        let port = core.node.port.create_publisher(&endpoint, events.clone())?;
         Ok(Arc::new(Self {
             port,
+            events,
             topic: endpoint.name,
             life: core.exec.life.clone(),
             _type: std::marker::PhantomData,
         }))
     }
 
-    /// Publishes a message; [`Error::Shutdown`] after the executor shut down.
-    pub fn publish(&self, msg: T) -> Result<()> {
-        self.publish_arc(Arc::new(msg))
+    /// Publishes a message. After the executor shut down (or if the transport refuses it) the
+    /// message comes back in the error.
+    pub fn publish(&self, msg: T) -> Result<(), DeliveryError<T>> {
+        self.publish_arc(Arc::new(msg)).map_err(|e| DeliveryError {
+            error: e.error,
+            value: Arc::try_unwrap(e.value).unwrap_or_else(|shared| (*shared).clone()),
+        })
     }
 
     /// Publishes a message already in an `Arc`: in process, every subscriber gets this `Arc`.
-    pub fn publish_arc(&self, msg: Arc<T>) -> Result<()> {
+    pub fn publish_arc(&self, msg: Arc<T>) -> Result<(), DeliveryError<Arc<T>>> {
         if self.life.is_ended() {
-            return Err(Error::Shutdown);
+            return Err(DeliveryError {
+                error: Error::Shutdown,
+                value: msg,
+            });
         }
-        self.port.publish(msg)
+        self.port
+            .publish(Payload::Shared(msg.clone()))
+            .map_err(|error| DeliveryError { error, value: msg })
     }
 
     /// The fully qualified topic name.
@@ -69,16 +81,30 @@ impl<T: Message> PublisherState<T> {
     pub fn get_subscription_count(&self) -> usize {
         self.port.subscription_count()
     }
-}
 
-pub(crate) fn downcast<T: Message>(payload: Payload) -> Arc<T> {
-    payload
-        .downcast::<T>()
-        .unwrap_or_else(|_| unreachable!("the transport refuses endpoints of another type"))
+    /// The publisher's GID, as subscriptions see it in [`MessageInfo::publisher_gid`].
+    pub fn gid(&self) -> Gid {
+        self.port.gid()
+    }
+
+    /// The QoS in effect (`SystemDefault`/`BestAvailable` policies resolved).
+    pub fn actual_qos(&self) -> QoSProfile {
+        self.port.qos()
+    }
+
+    /// Runs `handler` on the publisher's worker for each QoS event (matched, incompatible QoS
+    /// or type, deadline missed, liveliness lost). Replaces the default handler, which warns
+    /// about incompatibilities.
+    pub fn set_event_handler(&self, handler: impl FnMut(QosEvent) + Send + 'static) {
+        self.events.set_handler(Callback::plain(handler));
+    }
 }
 
 /// A message taken from the transport.
 type Taken = (Payload, MessageInfo);
+
+/// A subscription's callback: gets the message and its info (most callbacks ignore the info).
+type SubscriptionCallback<T> = Callback<(Arc<T>, MessageInfo)>;
 
 /// A subscription that runs a callback on its worker for every message. Dropping it (the last
 /// [`Subscription`] handle) unsubscribes at once: even if its callback is running on a worker
@@ -90,6 +116,9 @@ pub struct SubscriptionState<T: Message> {
 /// What the worker runs; referenced by the worker only while it executes.
 struct SubscriptionEntity<T: Message> {
     port: Arc<dyn SubscriptionPort>,
+    events: Arc<EventSink>,
+    /// Messages that could not be decoded (each also reported to the error handler).
+    malformed: AtomicU64,
     /// Set when the user's handle is dropped; checked before every message of a batch.
     closed: AtomicBool,
     /// Raised while a callback is being started or runs; the handle's drop waits it out.
@@ -97,7 +126,7 @@ struct SubscriptionEntity<T: Message> {
     dispatch: Arc<EntityDispatch>,
     /// The callback, with the batch buffer it is fed from (kept to avoid an allocation per
     /// round; only the worker running this entity locks it).
-    receiver: Mutex<(Callback<Arc<T>>, Vec<Taken>)>,
+    receiver: Mutex<(SubscriptionCallback<T>, Vec<Taken>)>,
     label: String,
     topic: String,
     worker: Arc<WorkerCore>,
@@ -109,28 +138,44 @@ pub type Subscription<T> = crate::Handle<SubscriptionState<T>>;
 pub(crate) fn create_subscription<T: Message>(
     core: &Arc<WorkerCore>,
     options: impl IntoPrimitiveOptions,
-    callback: Callback<Arc<T>>,
+    callback: SubscriptionCallback<T>,
 ) -> Result<Subscription<T>> {
-    let endpoint = core.endpoint(options, TypeSupport::of::<T>(), None)?;
-    let dispatch = EntityDispatch::unbound(core.mailbox.clone());
-    let port = core
-        .exec
-        .context
-        .transport()
-        .create_subscription(&endpoint, dispatch.clone())?;
-    let sub = Arc::new(SubscriptionEntity {
-        port,
-        closed: AtomicBool::new(false),
-        gate: CallGate::default(),
-        dispatch: dispatch.clone(),
-        receiver: Mutex::new((callback, Vec::with_capacity(MAX_BATCH))),
-        label: format!("subscription {}", endpoint.name),
-        topic: endpoint.name,
-        worker: core.clone(),
-    });
-    let entity: Arc<dyn Executable> = sub.clone();
-    dispatch.bind(Arc::downgrade(&entity), true);
+    let endpoint = topic_endpoint::<T>(core, options)?;
+    let label = format!("subscription {}", endpoint.name);
+    let events = EventSink::create(core, label.clone())?;
+    let sub = bind_entity(core, true, |dispatch| {
+        let port =
+            core.node
+                .port
+                .create_subscription(&endpoint, dispatch.clone(), events.clone())?;
+        Ok(Arc::new(SubscriptionEntity {
+            port,
+            events,
+            malformed: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            gate: CallGate::default(),
+            dispatch,
+            receiver: Mutex::new((callback, Vec::with_capacity(MAX_BATCH))),
+            label,
+            topic: endpoint.name.clone(),
+            worker: core.clone(),
+        }))
+    })?;
     Ok(crate::Handle::new(SubscriptionState { entity: sub }))
+}
+
+/// Counts and reports a message that could not be decoded; the subscription goes on.
+fn report_malformed(
+    counter: &AtomicU64,
+    host: &crate::executor::core::WorkerHost,
+    topic: &str,
+    reason: String,
+) {
+    counter.fetch_add(1, Ordering::Relaxed);
+    host.report(Error::MalformedMessage {
+        topic: topic.to_string(),
+        reason,
+    });
 }
 
 impl<T: Message> SubscriptionState<T> {
@@ -141,6 +186,29 @@ impl<T: Message> SubscriptionState<T> {
     /// Messages dropped because the KeepLast history was full before the callback took them.
     pub fn lost_count(&self) -> u64 {
         self.entity.port.lost_count()
+    }
+    /// Messages dropped because they could not be decoded (each was also reported to the
+    /// executor's error handler as [`Error::MalformedMessage`]).
+    pub fn malformed_count(&self) -> u64 {
+        self.entity.malformed.load(Ordering::Relaxed)
+    }
+    /// How many publishers are matched.
+    pub fn get_publisher_count(&self) -> usize {
+        self.entity.port.publisher_count()
+    }
+    /// The subscription's GID.
+    pub fn gid(&self) -> Gid {
+        self.entity.port.gid()
+    }
+    /// The QoS in effect (`SystemDefault`/`BestAvailable` policies resolved).
+    pub fn actual_qos(&self) -> QoSProfile {
+        self.entity.port.qos()
+    }
+    /// Runs `handler` on the subscription's worker for each QoS event (matched, incompatible
+    /// QoS or type, deadline missed, liveliness changed, message lost). Replaces the default
+    /// handler, which warns about incompatibilities.
+    pub fn set_event_handler(&self, handler: impl FnMut(QosEvent) + Send + 'static) {
+        self.entity.events.set_handler(Callback::plain(handler));
     }
 }
 
@@ -163,15 +231,22 @@ impl<T: Message> Executable for SubscriptionEntity<T> {
         // One lock for the batch, so a fast publisher and the worker do not take turns on the
         // queue's mutex for every message.
         let more = self.port.take_batch(MAX_BATCH, batch);
-        for (payload, _info) in batch.drain(..) {
+        let host = &self.worker.exec.host;
+        for (payload, info) in batch.drain(..) {
             let still_subscribed = || !self.closed.load(Ordering::SeqCst);
-            let msg = downcast::<T>(payload);
+            let msg = match decode::<T>(payload) {
+                Ok(msg) => msg,
+                Err(reason) => {
+                    report_malformed(&self.malformed, host, &self.topic, reason);
+                    continue;
+                }
+            };
             if callback
                 .call(
                     cx,
                     &self.label,
-                    &self.worker.exec.host,
-                    msg,
+                    host,
+                    (msg, info),
                     Some(&self.gate),
                     still_subscribed,
                 )
@@ -224,6 +299,9 @@ impl ReadyHook for StreamHook {
 /// ```
 pub struct SubscriptionStream<T: Message> {
     port: Arc<dyn SubscriptionPort>,
+    topic: String,
+    host: Arc<crate::executor::core::WorkerHost>,
+    malformed: AtomicU64,
     hook: Arc<StreamHook>,
     /// Resolves when the executor shuts down; `None` once it has.
     ended: Option<futures::future::BoxFuture<'static, ()>>,
@@ -232,16 +310,18 @@ pub struct SubscriptionStream<T: Message> {
 
 impl<T: Message> SubscriptionStream<T> {
     pub(crate) fn create(core: &WorkerCore, options: impl IntoPrimitiveOptions) -> Result<Self> {
-        let endpoint = core.endpoint(options, TypeSupport::of::<T>(), None)?;
+        let endpoint = topic_endpoint::<T>(core, options)?;
         let hook = Arc::new(StreamHook::default());
         let port = core
-            .exec
-            .context
-            .transport()
-            .create_subscription(&endpoint, hook.clone())?;
+            .node
+            .port
+            .create_subscription(&endpoint, hook.clone(), Arc::new(()))?;
         let life = core.exec.life.clone();
         Ok(Self {
             port,
+            topic: endpoint.name,
+            host: core.exec.host.clone(),
+            malformed: AtomicU64::new(0),
             hook,
             ended: Some(Box::pin(async move { life.ended().await })),
             _type: std::marker::PhantomData,
@@ -251,12 +331,17 @@ impl<T: Message> SubscriptionStream<T> {
     /// Waits for the next message; `None` once the executor has shut down and nothing is
     /// queued.
     pub async fn recv(&mut self) -> Option<Arc<T>> {
+        self.recv_with_info().await.map(|(msg, _)| msg)
+    }
+
+    /// Waits for the next message and its [`MessageInfo`].
+    pub async fn recv_with_info(&mut self) -> Option<(Arc<T>, MessageInfo)> {
         std::future::poll_fn(|cx| self.poll_take(cx)).await
     }
 
     /// Takes the next message with its info, if one is queued, without waiting.
     pub fn try_recv(&self) -> Option<(Arc<T>, MessageInfo)> {
-        self.port.take().map(|(p, i)| (downcast::<T>(p), i))
+        self.take()
     }
 
     /// Messages dropped because the KeepLast history was full.
@@ -264,15 +349,32 @@ impl<T: Message> SubscriptionStream<T> {
         self.port.lost_count()
     }
 
-    fn poll_take(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<Arc<T>>> {
-        if let Some((p, _)) = self.port.take() {
-            return Poll::Ready(Some(downcast::<T>(p)));
+    /// Messages dropped because they could not be decoded (each also reported to the
+    /// executor's error handler).
+    pub fn malformed_count(&self) -> u64 {
+        self.malformed.load(Ordering::Relaxed)
+    }
+
+    /// The next decodable message; malformed ones are counted, reported and skipped.
+    fn take(&self) -> Option<(Arc<T>, MessageInfo)> {
+        loop {
+            let (payload, info) = self.port.take()?;
+            match decode::<T>(payload) {
+                Ok(msg) => return Some((msg, info)),
+                Err(reason) => report_malformed(&self.malformed, &self.host, &self.topic, reason),
+            }
+        }
+    }
+
+    fn poll_take(&mut self, cx: &mut TaskContext<'_>) -> Poll<Option<(Arc<T>, MessageInfo)>> {
+        if let Some(taken) = self.take() {
+            return Poll::Ready(Some(taken));
         }
         self.hook.waker.register(cx.waker());
         // Re-checked after registering: a message that landed in between would otherwise
         // have woken nobody.
-        if let Some((p, _)) = self.port.take() {
-            return Poll::Ready(Some(downcast::<T>(p)));
+        if let Some(taken) = self.take() {
+            return Poll::Ready(Some(taken));
         }
         let still_running = match &mut self.ended {
             Some(ended) => ended.as_mut().poll(cx).is_pending(),
@@ -289,7 +391,7 @@ impl<T: Message> SubscriptionStream<T> {
 impl<T: Message> Stream for SubscriptionStream<T> {
     type Item = Arc<T>;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Arc<T>>> {
-        self.poll_take(cx)
+        self.poll_take(cx).map(|taken| taken.map(|(msg, _)| msg))
     }
 }
 

@@ -4,18 +4,20 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
+use super::entity::{bind_entity, decode_owned, service_endpoint};
 use super::worker::WorkerCore;
 use crate::error::{panic_message, Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
-use crate::msg::{Message, ServiceType};
+use crate::msg::ServiceType;
 use crate::qos::IntoPrimitiveOptions;
 use crate::sync::lock;
-use crate::transport::{ClientPort, Payload, ServicePort, TypeSupport};
+use crate::transport::{ClientPort, Payload, ServicePort};
 
 type SyncHandler<S> = Box<
     dyn FnMut(&mut (dyn Any + Send), <S as ServiceType>::Request) -> <S as ServiceType>::Response
@@ -39,15 +41,6 @@ impl<S: ServiceType> ServiceCallback<S> {
     {
         Self::Async(Box::new(move |req| f(req).boxed()))
     }
-}
-
-/// Takes a message out of its `Arc` without copying when this is the only reference (always, for
-/// in-process requests and responses).
-pub(crate) fn unwrap_payload<T: Message>(payload: Payload) -> T {
-    let arc = payload
-        .downcast::<T>()
-        .unwrap_or_else(|_| unreachable!("the transport refuses endpoints of another type"));
-    Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone())
 }
 
 /// A service server. Dropping it (the last [`Service`] handle) withdraws the service at once,
@@ -75,27 +68,18 @@ pub(crate) fn create_service<S: ServiceType>(
     options: impl IntoPrimitiveOptions,
     callback: ServiceCallback<S>,
 ) -> Result<Service<S>> {
-    let endpoint = core.endpoint(
-        options,
-        TypeSupport::of::<S::Request>(),
-        Some(TypeSupport::of::<S::Response>()),
-    )?;
-    let dispatch = EntityDispatch::unbound(core.mailbox.clone());
-    let port = core
-        .exec
-        .context
-        .transport()
-        .create_service(&endpoint, dispatch.clone())?;
-    let service = Arc::new(ServiceEntity {
-        port,
-        dispatch: dispatch.clone(),
-        callback: Mutex::new(callback),
-        label: format!("service {}", endpoint.name),
-        name: endpoint.name,
-        worker: core.clone(),
-    });
-    let entity: Arc<dyn Executable> = service.clone();
-    dispatch.bind(Arc::downgrade(&entity), true);
+    let endpoint = service_endpoint::<S>(core, options)?;
+    let service = bind_entity(core, true, |dispatch| {
+        let port = core.node.port.create_service(&endpoint, dispatch.clone())?;
+        Ok(Arc::new(ServiceEntity {
+            port,
+            dispatch,
+            callback: Mutex::new(callback),
+            label: format!("service {}", endpoint.name),
+            name: endpoint.name.clone(),
+            worker: core.clone(),
+        }))
+    })?;
     Ok(crate::Handle::new(ServiceState { entity: service }))
 }
 
@@ -119,11 +103,23 @@ impl<S: ServiceType> Executable for ServiceEntity<S> {
             let Some((id, payload)) = self.port.take_request() else {
                 return;
             };
-            let request = unwrap_payload::<S::Request>(payload);
+            let request = match decode_owned::<S::Request>(payload) {
+                Ok(request) => request,
+                Err(reason) => {
+                    self.port.abandon_request(id);
+                    self.worker.exec.host.report(Error::MalformedMessage {
+                        topic: self.name.clone(),
+                        reason,
+                    });
+                    continue;
+                }
+            };
             match &mut *callback {
                 ServiceCallback::Sync(f) => match cx.guarded(&self.label, |p| f(p, request)) {
                     Some(response) => {
-                        let _ = self.port.send_response(id, Arc::new(response));
+                        let _ = self
+                            .port
+                            .send_response(id, Payload::Shared(Arc::new(response)));
                     }
                     None => self.port.abandon_request(id),
                 },
@@ -138,7 +134,7 @@ impl<S: ServiceType> Executable for ServiceEntity<S> {
                     cx.spawn(Box::pin(async move {
                         match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
                             Ok(response) => {
-                                let _ = port.send_response(id, Arc::new(response));
+                                let _ = port.send_response(id, Payload::Shared(Arc::new(response)));
                             }
                             Err(p) => {
                                 port.abandon_request(id);
@@ -160,17 +156,26 @@ impl<S: ServiceType> Executable for ServiceEntity<S> {
     }
 }
 
-type Pending<S> = HashMap<i64, oneshot::Sender<Result<<S as ServiceType>::Response>>>;
+type Pending<S> = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<<S as ServiceType>::Response>>>>>;
 
 /// A service client: [`call`](Self::call) sends a request and resolves when the response
 /// has been taken by the client's worker (so the executor must be spinning).
+///
+/// Across processes a server can vanish without a word: give calls a timeout
+/// ([`call_with_timeout`](Self::call_with_timeout)), and wait for a server before the first
+/// call ([`wait_for_service`](Self::wait_for_service)).
 pub struct ClientState<S: ServiceType> {
     port: Arc<dyn ClientPort>,
     dispatch: Arc<EntityDispatch>,
-    pending: Mutex<Pending<S>>,
+    /// Calls waiting for their response, by sequence number.
+    pending: Pending<S>,
     name: String,
     /// Ends calls that the executor's shutdown leaves unanswered.
     life: Arc<crate::clock::Lifeline>,
+    /// Bumped by the transport on every graph change.
+    graph: tokio::sync::watch::Receiver<u64>,
+    /// Where malformed responses are reported.
+    host: Arc<crate::executor::core::WorkerHost>,
 }
 
 /// A shared handle to a client.
@@ -180,37 +185,49 @@ pub(crate) fn create_client<S: ServiceType>(
     core: &Arc<WorkerCore>,
     options: impl IntoPrimitiveOptions,
 ) -> Result<Client<S>> {
-    let endpoint = core.endpoint(
-        options,
-        TypeSupport::of::<S::Request>(),
-        Some(TypeSupport::of::<S::Response>()),
-    )?;
-    let dispatch = EntityDispatch::unbound(core.mailbox.clone());
-    let port = core
-        .exec
-        .context
-        .transport()
-        .create_client(&endpoint, dispatch.clone())?;
-    let client = Arc::new(ClientState {
-        port,
-        dispatch: dispatch.clone(),
-        pending: Mutex::new(HashMap::new()),
-        name: endpoint.name,
-        life: core.exec.life.clone(),
-    });
-    let entity: Arc<dyn Executable> = client.clone();
-    dispatch.bind(Arc::downgrade(&entity), false);
+    let endpoint = service_endpoint::<S>(core, options)?;
+    let client = bind_entity(core, false, |dispatch| {
+        let port = core.node.port.create_client(&endpoint, dispatch.clone())?;
+        Ok(Arc::new(ClientState {
+            port,
+            dispatch,
+            pending: Arc::default(),
+            name: endpoint.name.clone(),
+            life: core.exec.life.clone(),
+            graph: core.exec.context.transport().graph_changes(),
+            host: core.exec.host.clone(),
+        }))
+    })?;
     Ok(crate::Handle::from_arc(client))
 }
 
 impl<S: ServiceType> ClientState<S> {
     /// Sends `request`; the future resolves to the response, to
-    /// [`Error::ServiceUnavailable`] if there is no server or it went away without answering,
-    /// or to [`Error::Shutdown`] once the executor has shut down (nothing would take the
-    /// response then).
+    /// [`Error::ServiceUnavailable`] if the transport knows there is no server or that it
+    /// went away without answering, or to [`Error::Shutdown`] once the executor has shut
+    /// down (nothing would take the response then). Over a wire a lost server may go
+    /// unnoticed: prefer [`call_with_timeout`](Self::call_with_timeout) there.
     pub fn call(
         &self,
         request: S::Request,
+    ) -> impl Future<Output = Result<S::Response>> + Send + 'static {
+        self.call_inner(request, None)
+    }
+
+    /// [`call`](Self::call) that gives up after `timeout` with [`Error::Timeout`]; a response
+    /// that arrives later is dropped. Needs a Tokio runtime for the timer.
+    pub fn call_with_timeout(
+        &self,
+        request: S::Request,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<S::Response>> + Send + 'static {
+        self.call_inner(request, Some(timeout))
+    }
+
+    fn call_inner(
+        &self,
+        request: S::Request,
+        timeout: Option<Duration>,
     ) -> impl Future<Output = Result<S::Response>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
         let life = self.life.clone();
@@ -220,26 +237,86 @@ impl<S: ServiceType> ClientState<S> {
             // Registered before sending, under the lock the response path takes, so even an
             // instant response finds its waiter.
             let mut pending = lock(&self.pending);
-            self.port.send_request(Arc::new(request)).map(|seq| {
-                pending.insert(seq, tx);
-            })
+            self.port
+                .send_request(Payload::Shared(Arc::new(request)))
+                .inspect(|&seq| {
+                    pending.insert(seq, tx);
+                })
         };
         let name = self.name.clone();
+        let pending = Arc::downgrade(&self.pending);
         async move {
-            sent?;
-            life.unless_ended(async { rx.await.map_err(|_| Error::ServiceUnavailable(name))? })
-                .await
+            let seq = sent?;
+            let response = async {
+                rx.await
+                    .map_err(|_| Error::ServiceUnavailable(name.clone()))?
+            };
+            let Some(after) = timeout else {
+                return life.unless_ended(response).await;
+            };
+            let timed = async {
+                match tokio::time::timeout(after, response).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        // Nobody waits any more: a late response is dropped, not kept.
+                        if let Some(pending) = pending.upgrade() {
+                            lock(&pending).remove(&seq);
+                        }
+                        Err(Error::Timeout {
+                            what: format!("call to service {name:?}"),
+                            after,
+                        })
+                    }
+                }
+            };
+            life.unless_ended(timed).await
         }
     }
 
-    /// Whether a server for this service exists.
+    /// Whether a server for this service is matched and can answer.
     pub fn service_is_ready(&self) -> bool {
         self.port.service_is_ready()
+    }
+
+    /// Waits until a server is matched, at most `timeout` ([`Error::Timeout`] then; `None`
+    /// waits without limit). Woken by graph changes, not polling. [`Error::Shutdown`] if the
+    /// executor shuts down first. Needs a Tokio runtime when a timeout is given.
+    pub async fn wait_for_service(&self, timeout: Option<Duration>) -> Result<()> {
+        let mut changes = self.graph.clone();
+        let wait = async {
+            loop {
+                // Marked seen before the check: a change after it wakes the wait below.
+                changes.borrow_and_update();
+                if self.port.service_is_ready() {
+                    return Ok(());
+                }
+                if changes.changed().await.is_err() {
+                    return Err(Error::Transport("the transport has shut down".into()));
+                }
+            }
+        };
+        let bounded = async {
+            match timeout {
+                None => wait.await,
+                Some(after) => tokio::time::timeout(after, wait).await.unwrap_or_else(|_| {
+                    Err(Error::Timeout {
+                        what: format!("waiting for service {:?}", self.name),
+                        after,
+                    })
+                }),
+            }
+        };
+        self.life.unless_ended(bounded).await
     }
 
     /// The fully qualified service name.
     pub fn service_name(&self) -> &str {
         &self.name
+    }
+
+    /// The client's GID (the `writer_guid` of its requests' ids).
+    pub fn gid(&self) -> crate::transport::Gid {
+        self.port.gid()
     }
 }
 
@@ -249,8 +326,18 @@ impl<S: ServiceType> Executable for ClientState<S> {
             let Some((seq, response)) = self.port.take_response() else {
                 return;
             };
+            let response = response.and_then(|payload| {
+                decode_owned::<S::Response>(payload).map_err(|reason| {
+                    let error = Error::MalformedMessage {
+                        topic: self.name.clone(),
+                        reason,
+                    };
+                    self.host.report(error.clone());
+                    error
+                })
+            });
             if let Some(tx) = lock(&self.pending).remove(&seq) {
-                let _ = tx.send(response.map(unwrap_payload::<S::Response>));
+                let _ = tx.send(response);
             }
         }
         self.dispatch.notify();

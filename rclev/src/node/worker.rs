@@ -18,7 +18,6 @@ use crate::timer::{
     create_timer, IntoTimerOptions, Timer, TimerCallback, TimerHost, TimerInfo, TimerKind,
     TimerSite,
 };
-use crate::transport::{Endpoint, TypeSupport};
 
 /// The part of a worker that entities keep alive. Dropping the last reference closes the
 /// mailbox, which ends the worker's task.
@@ -60,23 +59,6 @@ impl WorkerCore {
             node,
         }))
     }
-
-    /// Expands the name and packages an endpoint for the transport.
-    pub(crate) fn endpoint(
-        &self,
-        options: impl IntoPrimitiveOptions,
-        type_support: TypeSupport,
-        response_type: Option<TypeSupport>,
-    ) -> Result<Endpoint> {
-        self.exec.check_running()?;
-        let options = options.into_primitive_options();
-        Ok(Endpoint {
-            name: self.node.expand(&options.name)?,
-            type_support,
-            response_type,
-            qos: options.qos,
-        })
-    }
 }
 
 #[cfg(all(test, rclev_loom))]
@@ -89,6 +71,14 @@ impl WorkerCore {
             mailbox: Arc::new(Mailbox::default()),
             exec: exec.clone(),
             node: Arc::new(NodeIdentity {
+                port: exec
+                    .context
+                    .transport()
+                    .create_node(&crate::transport::NodeName {
+                        name: "model".into(),
+                        namespace: "/".into(),
+                    })
+                    .expect("the in-process transport registers any node"),
                 name: "model".into(),
                 namespace: "/".into(),
                 clock: crate::clock::Clock::steady(),
@@ -192,7 +182,7 @@ impl<P: Send + 'static> WorkerState<P> {
         pubsub::create_subscription(
             &self.core,
             options,
-            Callback::with_payload(move |p: &mut P, m| callback(p, m)),
+            Callback::with_payload(move |p: &mut P, (m, _)| callback(p, m)),
         )
     }
 

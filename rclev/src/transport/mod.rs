@@ -1,113 +1,117 @@
-//! The boundary between rclev's executor and whatever moves messages.
+//! The seam between rclev's executor and whatever moves messages: in process
+//! ([`IntraProcess`], the default) or over a wire (DDS).
 //!
-//! The executor never looks inside a transport: an endpoint gets a [`ReadyHook`] that the
-//! transport calls when something arrives, and the entity later calls `take_*` from its worker.
-//! Payloads are type-erased `Arc`s so the in-process transport can hand the publisher's `Arc`
-//! straight to every subscriber; a wire transport serializes through the [`TypeSupport`] it is
-//! given at creation.
+//! A transport registers nodes ([`Transport::create_node`]) and creates their endpoints
+//! ([`NodePort`]); it reports the graph ([`Transport::graph`], [`Transport::graph_changes`]).
+//! The executor never looks inside it: an endpoint gets a [`ReadyHook`] that the transport
+//! calls when something arrives and an [`EventHook`] for QoS events, and the entity later
+//! calls `take_*` from its worker. Messages travel as a [`Payload`]: a shared Rust value in
+//! process, CDR bytes on a wire; the node layer decodes bytes once, with the entity's
+//! [`TypeSupport`].
+//!
+//! `docs/transport.md` in the repository is the guide for implementers: what each call must
+//! guarantee, and what the in-process transport guarantees beyond that.
 
-use std::any::{Any, TypeId};
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
-use crate::msg::Message;
-use crate::qos::QoSProfile;
+use tokio::sync::watch;
 
+use crate::error::Result;
+use crate::msg::{ServiceType, TypeHash};
+use crate::qos::{QoSProfile, QosEvent, QosEventKind};
+
+mod graph;
+mod ids;
 pub(crate) mod intra;
-pub use intra::IntraProcess;
+mod payload;
 
-/// A type-erased message.
-pub type Payload = Arc<dyn Any + Send + Sync>;
+pub use graph::{EndpointInfo, EndpointKind, GraphNotifier, GraphSnapshot, NodeName};
+pub use ids::{Gid, MessageInfo, RequestId};
+pub use intra::IntraProcess;
+pub use payload::{Payload, TypeSupport};
 
 /// Called by a transport when an endpoint has something to take. Must be cheap and must not
-/// block: it runs on the publishing thread.
+/// block: it runs on the publishing thread (or the transport's receive thread).
 pub trait ReadyHook: Send + Sync {
     /// Something became ready.
     fn ready(&self);
 }
 
-/// What a transport needs to know about a message type.
-#[derive(Clone, Copy)]
-pub struct TypeSupport {
-    /// The type's ROS 2 and DDS names, REP-2016 hash (which peers compare before matching)
-    /// and description.
-    pub info: crate::msg::TypeInfo,
-    /// Rust type, to refuse a mismatched in-process endpoint.
-    pub type_id: TypeId,
-    /// CDR serializer for wire transports.
-    pub serialize: fn(&(dyn Any + Send + Sync)) -> Result<Vec<u8>>,
-    /// CDR deserializer for wire transports.
-    pub deserialize: fn(&[u8]) -> Result<Payload>,
+/// Called by a transport with a QoS event for an endpoint. Same rules as [`ReadyHook`].
+pub trait EventHook: Send + Sync {
+    /// The event happened.
+    fn event(&self, event: QosEvent);
 }
 
-impl std::fmt::Debug for TypeSupport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.info.type_name)
-    }
+/// Ignores every event (for endpoints whose owner does not listen).
+impl EventHook for () {
+    fn event(&self, _: QosEvent) {}
 }
 
-impl TypeSupport {
-    /// The type support of message type `T`.
-    pub fn of<T: Message>() -> Self {
-        fn ser<T: Message>(v: &(dyn Any + Send + Sync)) -> Result<Vec<u8>> {
-            match v.downcast_ref::<T>() {
-                Some(m) => crate::msg::to_cdr(m),
-                None => Err(Error::TopicTypeMismatch {
-                    topic: "(payload to serialize)".into(),
-                    existing: "another Rust type".into(),
-                    requested: T::TYPE_NAME.into(),
-                }),
-            }
-        }
-        fn de<T: Message>(b: &[u8]) -> Result<Payload> {
-            Ok(Arc::new(crate::msg::from_cdr::<T>(b)?))
-        }
+/// A service's names and types, as the graph and the wire show them.
+#[derive(Debug, Clone, Copy)]
+pub struct ServiceTypes {
+    /// `pkg/srv/Name`.
+    pub type_name: &'static str,
+    /// The service type's hash.
+    pub type_hash: TypeHash,
+    /// The request message.
+    pub request: TypeSupport,
+    /// The response message.
+    pub response: TypeSupport,
+}
+
+impl ServiceTypes {
+    /// The types of service `S`.
+    pub fn of<S: ServiceType>() -> Self {
         Self {
-            info: crate::msg::TypeInfo::of::<T>(),
-            type_id: TypeId::of::<T>(),
-            serialize: ser::<T>,
-            deserialize: de::<T>,
+            type_name: S::TYPE_NAME,
+            type_hash: S::TYPE_HASH,
+            request: TypeSupport::of::<S::Request>(),
+            response: TypeSupport::of::<S::Response>(),
         }
     }
 }
 
-/// A topic or service endpoint to create.
+/// A topic endpoint to create.
 #[derive(Debug, Clone)]
-pub struct Endpoint {
-    /// Fully qualified name.
+pub struct TopicEndpoint {
+    /// Fully qualified topic name.
     pub name: String,
-    /// The message type (for services, the request type).
+    /// The message type.
     pub type_support: TypeSupport,
-    /// For services and clients, the response type.
-    pub response_type: Option<TypeSupport>,
-    /// QoS.
+    /// QoS as the user asked; the transport resolves `SystemDefault`/`BestAvailable`
+    /// policies with [`QoSProfile::resolve`].
     pub qos: QoSProfile,
 }
 
-/// Metadata of a received message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MessageInfo {
-    /// Identifies the publisher within the transport.
-    pub publisher_gid: u64,
-    /// 1-based sequence number of the message at its publisher.
-    pub publication_sequence_number: u64,
-}
-
-/// Identifies a request so its response finds the client that sent it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RequestId {
-    /// The client.
-    pub client_gid: u64,
-    /// The client's sequence number for the request.
-    pub sequence_number: i64,
+/// A service endpoint (server or client) to create.
+#[derive(Debug, Clone)]
+pub struct ServiceEndpoint {
+    /// Fully qualified service name.
+    pub name: String,
+    /// The service's types.
+    pub types: ServiceTypes,
+    /// QoS of both directions.
+    pub qos: QoSProfile,
 }
 
 /// The publishing side of a topic.
 pub trait PublisherPort: Send + Sync {
-    /// Publishes one message.
+    /// Publishes one message. A wire transport serializes a [`Payload::Shared`] with the
+    /// endpoint's type support.
     fn publish(&self, msg: Payload) -> Result<()>;
     /// Number of subscriptions currently matched.
     fn subscription_count(&self) -> usize;
+    /// The publisher's GID.
+    fn gid(&self) -> Gid;
+    /// The QoS the publisher was created with, resolved.
+    fn qos(&self) -> QoSProfile;
+    /// Whether the transport can lend message buffers to fill in place (zero-copy
+    /// publishing; none does yet). A loan API will hang off this trait.
+    fn can_loan_messages(&self) -> bool {
+        false
+    }
 }
 
 /// The receiving side of a topic.
@@ -127,6 +131,12 @@ pub trait SubscriptionPort: Send + Sync {
     }
     /// Messages dropped so far because the history was full (KeepLast).
     fn lost_count(&self) -> u64;
+    /// Number of publishers currently matched.
+    fn publisher_count(&self) -> usize;
+    /// The subscription's GID.
+    fn gid(&self) -> Gid;
+    /// The QoS the subscription was created with, resolved (`BestAvailable` decided).
+    fn qos(&self) -> QoSProfile;
     /// Unsubscribes now, even while the port itself is still referenced (by a callback in
     /// flight): publishers stop counting it and queue nothing more for it. Idempotent;
     /// dropping the port closes it too.
@@ -137,48 +147,71 @@ pub trait SubscriptionPort: Send + Sync {
 pub trait ServicePort: Send + Sync {
     /// Takes the oldest request, if any.
     fn take_request(&self) -> Option<(RequestId, Payload)>;
-    /// Sends the response to a request.
+    /// Sends the response to a request. Over a wire this is best effort: the client may be gone.
     fn send_response(&self, id: RequestId, response: Payload) -> Result<()>;
-    /// Gives up on a request (its handler failed): the client gets an error instead of waiting.
+    /// Gives up on a request (its handler failed). A transport that can tell the client does
+    /// (the in-process one fails the call with [`Error::ServiceFailed`](crate::Error)); over
+    /// DDS the client's call runs into its timeout.
     fn abandon_request(&self, id: RequestId);
     /// Withdraws the service now, even while the port itself is still referenced (by a callback
-    /// in flight): clients stop seeing it, requests not answered yet fail with
-    /// [`Error::ServiceUnavailable`], and new ones are
-    /// refused. Idempotent; dropping the port closes it too.
+    /// in flight): clients stop seeing it and new requests do not reach it. Idempotent;
+    /// dropping the port closes it too.
     fn close(&self);
 }
 
 /// A service client's side.
 pub trait ClientPort: Send + Sync {
-    /// Sends a request and returns its sequence number.
+    /// Sends a request and returns its sequence number. A transport that knows no server can
+    /// receive it fails with [`Error::ServiceUnavailable`](crate::Error) rather than drop it.
     fn send_request(&self, request: Payload) -> Result<i64>;
-    /// Takes the oldest response, if any; `Err` when the server went away without answering.
+    /// Takes the oldest response, if any; `Err` when the transport learnt that the server
+    /// will not answer (best effort: a remote server may vanish silently).
     fn take_response(&self) -> Option<(i64, Result<Payload>)>;
-    /// Whether a server exists.
+    /// Whether a server is matched and can answer.
     fn service_is_ready(&self) -> bool;
+    /// The client's GID (the `writer_guid` of its request ids).
+    fn gid(&self) -> Gid;
 }
 
-/// A transport: creates endpoints. Implemented by [`IntraProcess`]; a DDS transport implements
-/// the same trait.
-pub trait Transport: Send + Sync + 'static {
+/// A node as a transport knows it; its endpoints are created through it. Dropping the last
+/// reference removes the node from the graph (its endpoints may outlive it).
+pub trait NodePort: Send + Sync {
     /// Creates a publisher.
-    fn create_publisher(&self, endpoint: &Endpoint) -> Result<Arc<dyn PublisherPort>>;
-    /// Creates a subscription that calls `hook` whenever a message can be taken.
+    fn create_publisher(
+        &self,
+        endpoint: &TopicEndpoint,
+        events: Arc<dyn EventHook>,
+    ) -> Result<Arc<dyn PublisherPort>>;
+    /// Creates a subscription that calls `ready` whenever a message can be taken.
     fn create_subscription(
         &self,
-        endpoint: &Endpoint,
-        hook: Arc<dyn ReadyHook>,
+        endpoint: &TopicEndpoint,
+        ready: Arc<dyn ReadyHook>,
+        events: Arc<dyn EventHook>,
     ) -> Result<Arc<dyn SubscriptionPort>>;
-    /// Creates a service server that calls `hook` whenever a request can be taken.
+    /// Creates a service server that calls `ready` whenever a request can be taken.
     fn create_service(
         &self,
-        endpoint: &Endpoint,
-        hook: Arc<dyn ReadyHook>,
+        endpoint: &ServiceEndpoint,
+        ready: Arc<dyn ReadyHook>,
     ) -> Result<Arc<dyn ServicePort>>;
-    /// Creates a client that calls `hook` whenever a response can be taken.
+    /// Creates a client that calls `ready` whenever a response can be taken.
     fn create_client(
         &self,
-        endpoint: &Endpoint,
-        hook: Arc<dyn ReadyHook>,
+        endpoint: &ServiceEndpoint,
+        ready: Arc<dyn ReadyHook>,
     ) -> Result<Arc<dyn ClientPort>>;
+}
+
+/// A transport. Implemented by [`IntraProcess`]; a DDS transport implements the same trait.
+pub trait Transport: Send + Sync + 'static {
+    /// Registers a node on the graph.
+    fn create_node(&self, node: &NodeName) -> Result<Arc<dyn NodePort>>;
+    /// The graph as the transport knows it now.
+    fn graph(&self) -> GraphSnapshot;
+    /// A receiver that sees every later graph change (`changed().await`).
+    fn graph_changes(&self) -> watch::Receiver<u64>;
+    /// Whether the transport ever reports events of `kind` (rclcpp refuses to register a
+    /// handler for an unsupported kind; so does rclev).
+    fn supports_event(&self, kind: QosEventKind) -> bool;
 }

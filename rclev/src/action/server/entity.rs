@@ -13,11 +13,11 @@ use crate::action::{GoalState, GoalUuid};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
 use crate::interfaces::action_msgs::msg::{GoalInfo, GoalStatus, GoalStatusArray};
 use crate::msg::ActionType;
-use crate::node::service::unwrap_payload;
+use crate::node::entity::decode_owned;
 use crate::node::WorkerCore;
 use crate::sync::lock;
 use crate::timer::Timer;
-use crate::transport::{PublisherPort, RequestId, ServicePort};
+use crate::transport::{Payload, PublisherPort, RequestId, ServicePort};
 
 /// One goal the server knows, from acceptance until its result expires.
 pub(super) struct GoalEntry<A: ActionType> {
@@ -91,7 +91,7 @@ impl<A: ActionType> ServerInner<A> {
             .collect();
         let _ = self
             .status
-            .publish(Arc::new(GoalStatusArray { status_list }));
+            .publish(Payload::Shared(Arc::new(GoalStatusArray { status_list })));
     }
 
     pub(super) fn handle(
@@ -109,6 +109,20 @@ impl<A: ActionType> ServerInner<A> {
     }
 }
 
+impl<A: ActionType> ServerInner<A> {
+    /// A request that could not be decoded: abandoned and reported.
+    fn malformed(&self, port: &dyn ServicePort, id: RequestId, reason: String) {
+        port.abandon_request(id);
+        self.worker
+            .exec
+            .host
+            .report(crate::Error::MalformedMessage {
+                topic: self.name.clone(),
+                reason,
+            });
+    }
+}
+
 impl<A: ActionType> Executable for ServerInner<A> {
     fn execute(&self, cx: &mut ExecContext<'_>) {
         if self.is_closed() {
@@ -119,21 +133,30 @@ impl<A: ActionType> Executable for ServerInner<A> {
             let Some((rid, p)) = self.send_goal.take_request() else {
                 break;
             };
-            self.on_send_goal(cx, rid, unwrap_payload(p));
+            match decode_owned(p) {
+                Ok(request) => self.on_send_goal(cx, rid, request),
+                Err(reason) => self.malformed(&*self.send_goal, rid, reason),
+            }
             more |= i + 1 == MAX_BATCH;
         }
         for i in 0..MAX_BATCH {
             let Some((rid, p)) = self.cancel_goal.take_request() else {
                 break;
             };
-            self.on_cancel(cx, rid, unwrap_payload(p));
+            match decode_owned(p) {
+                Ok(request) => self.on_cancel(cx, rid, request),
+                Err(reason) => self.malformed(&*self.cancel_goal, rid, reason),
+            }
             more |= i + 1 == MAX_BATCH;
         }
         for i in 0..MAX_BATCH {
             let Some((rid, p)) = self.get_result.take_request() else {
                 break;
             };
-            self.on_get_result(rid, unwrap_payload(p));
+            match decode_owned(p) {
+                Ok(request) => self.on_get_result(rid, request),
+                Err(reason) => self.malformed(&*self.get_result, rid, reason),
+            }
             more |= i + 1 == MAX_BATCH;
         }
         if more {

@@ -11,6 +11,7 @@ use crate::action::{GoalEvent, GoalState, GoalUuid};
 use crate::error::{Error, Result};
 use crate::msg::ActionType;
 use crate::sync::lock;
+use crate::transport::Payload;
 
 /// Set when a cancel request for the goal is accepted; shared by the server's goal entry and
 /// every clone of the goal's handle.
@@ -91,7 +92,9 @@ impl<A: ActionType> ServerGoalHandle<A> {
         }
         server
             .feedback
-            .publish(Arc::new(A::feedback_message(self.id, feedback)))
+            .publish(Payload::Shared(Arc::new(A::feedback_message(
+                self.id, feedback,
+            ))))
     }
 
     /// Whether a cancel request for this goal was accepted.

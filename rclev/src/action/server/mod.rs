@@ -32,17 +32,16 @@ pub(crate) use callbacks::{async_execute, handlers, sync_execute, ExecuteFn};
 pub use callbacks::{CancelResponse, GoalEnd, GoalResponse};
 pub use goal_handle::ServerGoalHandle;
 
+use crate::action::wire::{action_service, action_topic, feedback_qos, status_qos};
 use crate::action::{GoalState, GoalUuid};
 use crate::clock::ClockType;
 use crate::error::Result;
-use crate::executor::dispatch::{EntityDispatch, Executable};
 use crate::interfaces::action_msgs::msg::GoalStatusArray;
 use crate::interfaces::action_msgs::srv::CancelGoal;
-use crate::msg::{ActionType, ServiceType};
+use crate::msg::ActionType;
+use crate::node::entity::bind_entity;
 use crate::node::WorkerCore;
-use crate::qos::{IntoPrimitiveOptions, QoSProfile};
 use crate::sync::lock;
-use crate::transport::{Endpoint, TypeSupport};
 use callbacks::{CancelFn, GoalFn, Handlers};
 use entity::ServerInner;
 
@@ -77,42 +76,6 @@ pub struct ActionServerState<A: ActionType> {
 /// A shared handle to an action server.
 pub type ActionServer<A> = crate::Handle<ActionServerState<A>>;
 
-/// An endpoint of action `name`: `<name>/_action/<suffix>`.
-pub(crate) fn endpoint<T: crate::msg::Message>(
-    core: &WorkerCore,
-    name: &str,
-    suffix: &str,
-    qos: QoSProfile,
-    response: Option<TypeSupport>,
-) -> Result<Endpoint> {
-    core.endpoint(
-        format!("{name}/_action/{suffix}").qos(qos),
-        TypeSupport::of::<T>(),
-        response,
-    )
-}
-
-/// One of the three services' endpoints (`send_goal`, `cancel_goal`, `get_result`), on the
-/// default QoS.
-pub(crate) fn service_endpoint<S: ServiceType>(
-    core: &WorkerCore,
-    name: &str,
-    suffix: &str,
-) -> Result<Endpoint> {
-    endpoint::<S::Request>(
-        core,
-        name,
-        suffix,
-        QoSProfile::default(),
-        Some(TypeSupport::of::<S::Response>()),
-    )
-}
-
-/// The five endpoints' QoS: services default, feedback default, status transient-local.
-pub(crate) fn status_qos() -> QoSProfile {
-    QoSProfile::default().keep_last(1).transient_local()
-}
-
 pub(crate) fn create_action_server<A: ActionType>(
     core: &Arc<WorkerCore>,
     name: &str,
@@ -122,53 +85,49 @@ pub(crate) fn create_action_server<A: ActionType>(
     execute: ExecuteFn<A>,
 ) -> Result<ActionServer<A>> {
     let full = core.node.expand(name)?;
-    let transport = core.exec.context.transport().clone();
-    let dispatch = EntityDispatch::unbound(core.mailbox.clone());
-    let d = || dispatch.clone() as Arc<dyn crate::transport::ReadyHook>;
-    let qos = QoSProfile::default();
-    let send_goal = transport.create_service(
-        &service_endpoint::<A::SendGoal>(core, &full, "send_goal")?,
-        d(),
-    )?;
-    let cancel_goal = transport.create_service(
-        &service_endpoint::<CancelGoal>(core, &full, "cancel_goal")?,
-        d(),
-    )?;
-    let get_result = transport.create_service(
-        &service_endpoint::<A::GetResult>(core, &full, "get_result")?,
-        d(),
-    )?;
-    let feedback = transport.create_publisher(&endpoint::<A::FeedbackMessage>(
-        core, &full, "feedback", qos, None,
-    )?)?;
-    let status = transport.create_publisher(&endpoint::<GoalStatusArray>(
-        core,
-        &full,
-        "status",
-        status_qos(),
-        None,
-    )?)?;
-    let inner = Arc::new_cyclic(|me| ServerInner {
-        name: full,
-        send_goal,
-        cancel_goal,
-        get_result,
-        feedback,
-        status,
-        dispatch: dispatch.clone(),
-        goals: Mutex::new(HashMap::new()),
-        closed: AtomicBool::new(false),
-        handlers: Mutex::new(Handlers {
-            goal,
-            cancel,
-            execute,
-        }),
-        options,
-        worker: core.clone(),
-        me: me.clone(),
-    });
-    let entity: Arc<dyn Executable> = inner.clone();
-    dispatch.bind(Arc::downgrade(&entity), true);
+    let port = &core.node.port;
+    let inner = bind_entity(core, true, |dispatch| {
+        let d = || dispatch.clone() as Arc<dyn crate::transport::ReadyHook>;
+        let send_goal = port.create_service(
+            &action_service::<A::SendGoal>(core, &full, "send_goal")?,
+            d(),
+        )?;
+        let cancel_goal = port.create_service(
+            &action_service::<CancelGoal>(core, &full, "cancel_goal")?,
+            d(),
+        )?;
+        let get_result = port.create_service(
+            &action_service::<A::GetResult>(core, &full, "get_result")?,
+            d(),
+        )?;
+        let feedback = port.create_publisher(
+            &action_topic::<A::FeedbackMessage>(core, &full, "feedback", feedback_qos())?,
+            Arc::new(()),
+        )?;
+        let status = port.create_publisher(
+            &action_topic::<GoalStatusArray>(core, &full, "status", status_qos())?,
+            Arc::new(()),
+        )?;
+        Ok(Arc::new_cyclic(|me| ServerInner {
+            name: full.clone(),
+            send_goal,
+            cancel_goal,
+            get_result,
+            feedback,
+            status,
+            dispatch,
+            goals: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+            handlers: Mutex::new(Handlers {
+                goal,
+                cancel,
+                execute,
+            }),
+            options,
+            worker: core.clone(),
+            me: me.clone(),
+        }))
+    })?;
     inner.publish_status();
     Ok(crate::Handle::new(ActionServerState { inner }))
 }

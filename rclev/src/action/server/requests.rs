@@ -16,7 +16,7 @@ use crate::interfaces::action_msgs::msg::GoalInfo;
 use crate::interfaces::action_msgs::srv::{CancelGoal_Request, CancelGoal_Response};
 use crate::msg::{ActionType, SendGoalRequest};
 use crate::sync::lock;
-use crate::transport::RequestId;
+use crate::transport::{Payload, RequestId};
 
 /// A goal picked by a cancel request: its id, goal, cancel signal and state.
 type CancelCandidate<A> = (
@@ -42,9 +42,10 @@ impl<A: ActionType> ServerInner<A> {
         let duplicate = lock(&self.goals).contains_key(&id);
         let stamp = self.worker.node.clock.now().to_msg();
         if verdict == GoalResponse::Reject || duplicate {
-            let _ = self
-                .send_goal
-                .send_response(rid, Arc::new(A::send_goal_response(false, stamp)));
+            let _ = self.send_goal.send_response(
+                rid,
+                Payload::Shared(Arc::new(A::send_goal_response(false, stamp))),
+            );
             return;
         }
         let cancel = Arc::new(CancelSignal::default());
@@ -67,9 +68,10 @@ impl<A: ActionType> ServerInner<A> {
             },
         );
         drop(goals);
-        let _ = self
-            .send_goal
-            .send_response(rid, Arc::new(A::send_goal_response(true, stamp)));
+        let _ = self.send_goal.send_response(
+            rid,
+            Payload::Shared(Arc::new(A::send_goal_response(true, stamp))),
+        );
         if verdict == GoalResponse::AcceptAndExecute {
             let _ = self.transition(&id, GoalEvent::Execute, None);
         } else {
@@ -165,10 +167,10 @@ impl<A: ActionType> ServerInner<A> {
         };
         let _ = self.cancel_goal.send_response(
             rid,
-            Arc::new(CancelGoal_Response {
+            Payload::Shared(Arc::new(CancelGoal_Response {
                 return_code,
                 goals_canceling: canceling,
-            }),
+            })),
         );
     }
 }

@@ -11,13 +11,14 @@ use crate::msg::{ActionType, GetResultRequest};
 use crate::node::Callback;
 use crate::sync::lock;
 use crate::timer::{create_timer, TimerCallback, TimerKind, TimerOptions};
-use crate::transport::RequestId;
+use crate::transport::{Payload, RequestId};
 
 impl<A: ActionType> ServerInner<A> {
     pub(super) fn respond_result(&self, rid: RequestId, status: GoalState, result: A::Result) {
-        let _ = self
-            .get_result
-            .send_response(rid, Arc::new(A::get_result_response(status as i8, result)));
+        let _ = self.get_result.send_response(
+            rid,
+            Payload::Shared(Arc::new(A::get_result_response(status as i8, result))),
+        );
     }
 
     pub(super) fn transition(

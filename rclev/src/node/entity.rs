@@ -1,0 +1,81 @@
+//! What every entity of the node layer shares: the one path by which an entity is created
+//! and bound to its worker, the endpoints handed to the transport, and decoding a received
+//! payload into the entity's message type.
+
+use std::sync::Arc;
+
+use super::worker::WorkerCore;
+use crate::error::Result;
+use crate::executor::dispatch::{EntityDispatch, Executable};
+use crate::msg::Message;
+use crate::qos::IntoPrimitiveOptions;
+use crate::transport::{Payload, ServiceEndpoint, ServiceTypes, TopicEndpoint, TypeSupport};
+
+/// Creates an entity on `core`'s worker: `make` gets the entity's dispatch (its transport
+/// ready hook) and builds the entity, which is then bound so readiness reaches it.
+/// `deliver_now`: whether readiness that arrived before the binding (a transient-local
+/// replay) runs the entity at once.
+pub(crate) fn bind_entity<E: Executable>(
+    core: &WorkerCore,
+    deliver_now: bool,
+    make: impl FnOnce(Arc<EntityDispatch>) -> Result<Arc<E>>,
+) -> Result<Arc<E>> {
+    core.exec.check_running()?;
+    let dispatch = EntityDispatch::unbound(core.mailbox.clone());
+    let entity = make(dispatch.clone())?;
+    let executable: Arc<dyn Executable> = entity.clone();
+    dispatch.bind(Arc::downgrade(&executable), deliver_now);
+    Ok(entity)
+}
+
+/// A topic endpoint of message type `T`, its name expanded as the node would.
+pub(crate) fn topic_endpoint<T: Message>(
+    core: &WorkerCore,
+    options: impl IntoPrimitiveOptions,
+) -> Result<TopicEndpoint> {
+    core.exec.check_running()?;
+    let options = options.into_primitive_options();
+    Ok(TopicEndpoint {
+        name: core.node.expand(&options.name)?,
+        type_support: TypeSupport::of::<T>(),
+        qos: options.qos,
+    })
+}
+
+/// A service endpoint of service type `S`.
+pub(crate) fn service_endpoint<S: crate::msg::ServiceType>(
+    core: &WorkerCore,
+    options: impl IntoPrimitiveOptions,
+) -> Result<ServiceEndpoint> {
+    core.exec.check_running()?;
+    let options = options.into_primitive_options();
+    Ok(ServiceEndpoint {
+        name: core.node.expand(&options.name)?,
+        types: ServiceTypes::of::<S>(),
+        qos: options.qos,
+    })
+}
+
+/// The message in a payload: the shared value itself in process, decoded once from CDR
+/// otherwise. `Err` says why it is malformed.
+pub(crate) fn decode<T: Message>(payload: Payload) -> std::result::Result<Arc<T>, String> {
+    match payload {
+        Payload::Shared(value) => value.downcast::<T>().map_err(|_| {
+            format!(
+                "the transport delivered another Rust type than {}",
+                T::TYPE_NAME
+            )
+        }),
+        Payload::Serialized(bytes) => crate::msg::from_cdr::<T>(&bytes)
+            .map(Arc::new)
+            .map_err(|e| e.to_string()),
+        #[allow(unreachable_patterns)] // `Payload` is non-exhaustive: loans will come.
+        _ => Err("a payload kind this version cannot read".into()),
+    }
+}
+
+/// [`decode`], then out of the `Arc` without copying when this is the only reference (always,
+/// for in-process requests and responses).
+pub(crate) fn decode_owned<T: Message>(payload: Payload) -> std::result::Result<T, String> {
+    decode::<T>(payload).map(|arc| Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone()))
+}

@@ -1,0 +1,75 @@
+//! Graph queries of a node: what the transport knows about other nodes and their endpoints.
+
+use super::NodeState;
+use crate::error::Result;
+use crate::qos::QosEventKind;
+use crate::transport::{EndpointInfo, EndpointKind, GraphSnapshot, NodeName};
+
+impl NodeState {
+    /// The graph as the transport knows it now (every node and endpoint).
+    pub fn graph(&self) -> GraphSnapshot {
+        self.core.exec.context.transport().graph()
+    }
+
+    /// Every node on the graph, sorted (`ros2 node list`).
+    pub fn get_node_names(&self) -> Vec<NodeName> {
+        self.graph().node_names()
+    }
+
+    /// Topics on the graph with their types, sorted (`ros2 topic list -t`).
+    pub fn get_topic_names_and_types(&self) -> Vec<(String, Vec<String>)> {
+        self.graph().topic_names_and_types()
+    }
+
+    /// Services on the graph with their types, sorted (`ros2 service list -t`).
+    pub fn get_service_names_and_types(&self) -> Vec<(String, Vec<String>)> {
+        self.graph().service_names_and_types()
+    }
+
+    /// How many publishers `topic` (expanded as this node would) has, of any type.
+    pub fn count_publishers(&self, topic: &str) -> Result<usize> {
+        let name = self.resolve_topic_name(topic)?;
+        Ok(self.graph().count(&name, EndpointKind::Publisher))
+    }
+
+    /// How many subscriptions `topic` (expanded as this node would) has, of any type.
+    pub fn count_subscribers(&self, topic: &str) -> Result<usize> {
+        let name = self.resolve_topic_name(topic)?;
+        Ok(self.graph().count(&name, EndpointKind::Subscription))
+    }
+
+    /// The publishers of `topic`, with their node, type, GID and QoS (`ros2 topic info -v`).
+    pub fn get_publishers_info_by_topic(&self, topic: &str) -> Result<Vec<EndpointInfo>> {
+        let name = self.resolve_topic_name(topic)?;
+        Ok(self.graph().endpoints_of(&name, EndpointKind::Publisher))
+    }
+
+    /// The subscriptions of `topic`, with their node, type, GID and QoS.
+    pub fn get_subscriptions_info_by_topic(&self, topic: &str) -> Result<Vec<EndpointInfo>> {
+        let name = self.resolve_topic_name(topic)?;
+        Ok(self.graph().endpoints_of(&name, EndpointKind::Subscription))
+    }
+
+    /// Resolves after the next change of the graph (a node or endpoint appeared or went), or
+    /// with [`Error::Shutdown`](crate::Error::Shutdown) once the executor has shut down.
+    pub async fn wait_for_graph_change(&self) -> Result<()> {
+        let mut changes = self.core.exec.context.transport().graph_changes();
+        changes.borrow_and_update();
+        self.core
+            .exec
+            .life
+            .unless_ended(async move {
+                changes
+                    .changed()
+                    .await
+                    .map_err(|_| crate::Error::Transport("the transport has shut down".into()))
+            })
+            .await
+    }
+
+    /// Whether the node's transport ever reports QoS events of `kind` (the in-process
+    /// transport does not watch deadlines or liveliness leases).
+    pub fn supports_qos_event(&self, kind: QosEventKind) -> bool {
+        self.core.exec.context.transport().supports_event(kind)
+    }
+}

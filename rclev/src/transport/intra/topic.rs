@@ -1,0 +1,618 @@
+//! Topics in process: matching publishers with subscriptions, fan-out, transient-local
+//! replay, lifespan, and the events that matching raises.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Instant, SystemTime};
+
+use super::{Domain, IntraNode};
+use crate::error::Result;
+use crate::qos::compat::QosRole;
+use crate::qos::{
+    CountStatus, Durability, IncompatibleQosStatus, LivelinessChangedStatus, MatchedStatus,
+    QoSProfile, QosEvent, QosPolicyKind,
+};
+use crate::sync::lock;
+use crate::transport::{
+    EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort,
+    TopicEndpoint, TypeSupport,
+};
+
+/// The endpoints of one topic name, of whatever types.
+pub(super) struct Topic {
+    /// Where the topic is listed, so it can unlist itself when its last endpoint goes.
+    domain: Weak<Domain>,
+    name: String,
+    endpoints: Mutex<TopicEndpoints>,
+}
+
+#[derive(Default)]
+struct TopicEndpoints {
+    publishers: Vec<Arc<PublisherShared>>,
+    subscriptions: Vec<Arc<SubscriptionShared>>,
+}
+
+fn topic(domain: &Arc<Domain>, name: &str) -> Arc<Topic> {
+    let mut reg = lock(&domain.registry);
+    if let Some(topic) = reg.topics.get(name).and_then(Weak::upgrade) {
+        return topic;
+    }
+    let topic = Arc::new(Topic {
+        domain: Arc::downgrade(domain),
+        name: name.to_string(),
+        endpoints: Mutex::default(),
+    });
+    reg.topics.insert(name.to_string(), Arc::downgrade(&topic));
+    topic
+}
+
+impl Drop for Topic {
+    fn drop(&mut self) {
+        let Some(domain) = self.domain.upgrade() else {
+            return;
+        };
+        let mut reg = lock(&domain.registry);
+        // Only this dead topic's entry: a new topic of the same name may have replaced it.
+        if reg
+            .topics
+            .get(&self.name)
+            .is_some_and(|w| w.strong_count() == 0)
+        {
+            reg.topics.remove(&self.name);
+        }
+    }
+}
+
+/// A message in a queue or history.
+#[derive(Clone)]
+struct Item {
+    payload: Payload,
+    info: MessageInfo,
+    /// When the publisher's lifespan ends it; `None` without a lifespan.
+    expires: Option<Instant>,
+}
+
+impl Item {
+    fn expired(&self, now: &mut Option<Instant>) -> bool {
+        self.expires
+            .is_some_and(|e| e <= *now.get_or_insert_with(Instant::now))
+    }
+}
+
+/// Counters behind an endpoint's QoS events.
+#[derive(Default)]
+struct Status {
+    matched_total: u64,
+    matched_current: u64,
+    incompatible_qos: u64,
+    incompatible_type: u64,
+}
+
+/// Events raised under the topic lock, fired once it is released.
+type Pending = Vec<(Arc<dyn EventHook>, QosEvent)>;
+
+/// One side of a pairing, for its events.
+struct Side<'a> {
+    role: QosRole,
+    status: &'a Mutex<Status>,
+    events: &'a Arc<dyn EventHook>,
+}
+
+impl Side<'_> {
+    fn matched(&self, joined: bool, out: &mut Pending) {
+        let mut s = lock(self.status);
+        if joined {
+            s.matched_total += 1;
+            s.matched_current += 1;
+        } else {
+            s.matched_current -= 1;
+        }
+        let status = MatchedStatus {
+            total_count: s.matched_total,
+            total_count_change: u64::from(joined),
+            current_count: s.matched_current,
+            current_count_change: if joined { 1 } else { -1 },
+        };
+        let (matched, alive) = (s.matched_current, if joined { 1 } else { -1 });
+        drop(s);
+        match self.role {
+            QosRole::Publisher => {
+                out.push((self.events.clone(), QosEvent::PublicationMatched(status)))
+            }
+            QosRole::Subscription => {
+                out.push((self.events.clone(), QosEvent::SubscriptionMatched(status)));
+                // In process a matched publisher is alive for as long as it is matched.
+                out.push((
+                    self.events.clone(),
+                    QosEvent::LivelinessChanged(LivelinessChangedStatus {
+                        alive_count: matched,
+                        not_alive_count: 0,
+                        alive_count_change: alive,
+                        not_alive_count_change: 0,
+                    }),
+                ));
+            }
+        }
+    }
+
+    fn incompatible_qos(&self, policy: QosPolicyKind, out: &mut Pending) {
+        let mut s = lock(self.status);
+        s.incompatible_qos += 1;
+        let status = IncompatibleQosStatus {
+            total_count: s.incompatible_qos,
+            total_count_change: 1,
+            last_policy_kind: policy,
+        };
+        let event = match self.role {
+            QosRole::Publisher => QosEvent::OfferedIncompatibleQos(status),
+            QosRole::Subscription => QosEvent::RequestedIncompatibleQos(status),
+        };
+        out.push((self.events.clone(), event));
+    }
+
+    fn incompatible_type(&self, out: &mut Pending) {
+        let mut s = lock(self.status);
+        s.incompatible_type += 1;
+        let status = CountStatus {
+            total_count: s.incompatible_type,
+            total_count_change: 1,
+        };
+        out.push((self.events.clone(), QosEvent::IncompatibleType(status)));
+    }
+}
+
+fn fire(pending: Pending) {
+    for (hook, event) in pending {
+        hook.event(event);
+    }
+}
+
+/// How a publisher and a subscription on one topic pair up.
+enum Pairing {
+    /// They match; `convert` when their Rust types differ and messages go through CDR.
+    Match {
+        convert: bool,
+    },
+    IncompatibleType,
+    IncompatibleQos(QosPolicyKind),
+}
+
+fn pair(p: &PublisherShared, s: &SubscriptionShared) -> Pairing {
+    if !p.type_support.same_interface(&s.type_support) {
+        return Pairing::IncompatibleType;
+    }
+    if let Some(clash) = QoSProfile::incompatibility(&p.qos, &s.qos) {
+        return Pairing::IncompatibleQos(clash.policy);
+    }
+    Pairing::Match {
+        convert: p.type_support.rust_type != s.type_support.rust_type,
+    }
+}
+
+/// Raises the events of a pairing that did not match.
+fn mismatch(p: &PublisherShared, s: &SubscriptionShared, pairing: &Pairing, out: &mut Pending) {
+    match pairing {
+        Pairing::Match { .. } => {}
+        Pairing::IncompatibleType => {
+            p.side().incompatible_type(out);
+            s.side().incompatible_type(out);
+        }
+        Pairing::IncompatibleQos(policy) => {
+            p.side().incompatible_qos(*policy, out);
+            s.side().incompatible_qos(*policy, out);
+        }
+    }
+}
+
+/// Where a publisher delivers.
+struct Route {
+    subscription: Arc<SubscriptionShared>,
+    convert: bool,
+}
+
+struct PublisherShared {
+    gid: Gid,
+    type_support: TypeSupport,
+    qos: QoSProfile,
+    sequence: AtomicU64,
+    /// The last `depth` messages, kept for late-joining transient-local subscriptions.
+    history: Option<Mutex<VecDeque<Item>>>,
+    depth: Option<usize>,
+    /// The subscriptions it matches. Written only under the topic lock.
+    matched: RwLock<Vec<Route>>,
+    status: Mutex<Status>,
+    events: Arc<dyn EventHook>,
+}
+
+impl PublisherShared {
+    fn side(&self) -> Side<'_> {
+        Side {
+            role: QosRole::Publisher,
+            status: &self.status,
+            events: &self.events,
+        }
+    }
+}
+
+struct IntraPublisher {
+    topic: Arc<Topic>,
+    shared: Arc<PublisherShared>,
+    domain: Arc<Domain>,
+}
+
+pub(super) fn create_publisher(
+    node: &IntraNode,
+    endpoint: &TopicEndpoint,
+    events: Arc<dyn EventHook>,
+) -> Result<Arc<dyn PublisherPort>> {
+    endpoint.qos.validate()?;
+    let qos = endpoint.qos.resolve(QosRole::Publisher, &[]);
+    let depth = qos.depth()?;
+    let topic = topic(&node.domain, &endpoint.name);
+    let shared = Arc::new(PublisherShared {
+        gid: Gid::next_local(),
+        type_support: endpoint.type_support,
+        qos,
+        sequence: AtomicU64::new(0),
+        history: (qos.durability == Durability::TransientLocal).then(Mutex::default),
+        depth,
+        matched: RwLock::default(),
+        status: Mutex::default(),
+        events,
+    });
+    let mut pending = Pending::new();
+    {
+        let mut endpoints = lock(&topic.endpoints);
+        let mut routes = Vec::new();
+        for s in &endpoints.subscriptions {
+            let pairing = pair(&shared, s);
+            if let Pairing::Match { convert } = pairing {
+                routes.push(Route {
+                    subscription: s.clone(),
+                    convert,
+                });
+                shared.side().matched(true, &mut pending);
+                s.side().matched(true, &mut pending);
+            } else {
+                mismatch(&shared, s, &pairing, &mut pending);
+            }
+        }
+        *write(&shared.matched) = routes;
+        endpoints.publishers.push(shared.clone());
+    }
+    fire(pending);
+    node.domain.announce(node.endpoint_info(
+        &endpoint.name,
+        EndpointKind::Publisher,
+        endpoint.type_support.info.type_name,
+        endpoint.type_support.info.hash,
+        shared.gid,
+        qos,
+    ));
+    Ok(Arc::new(IntraPublisher {
+        topic,
+        shared,
+        domain: node.domain.clone(),
+    }))
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
+}
+
+impl IntraPublisher {
+    fn fan_out(&self, item: &Item) -> Result<()> {
+        let routes = read(&self.shared.matched);
+        // Serialized once, and only if a subscription of another Rust type needs it; before
+        // anything is delivered, so a message that cannot be encoded reaches nobody.
+        let converted = match routes.iter().any(|r| r.convert) {
+            true => {
+                let mut buf = Vec::new();
+                item.payload.cdr(&self.shared.type_support, &mut buf)?;
+                Some(Payload::Serialized(buf))
+            }
+            false => None,
+        };
+        for route in routes.iter() {
+            let payload = match (&converted, route.convert) {
+                (Some(bytes), true) => bytes.clone(),
+                _ => item.payload.clone(),
+            };
+            route.subscription.push(Item {
+                payload,
+                info: item.info,
+                expires: item.expires,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl PublisherPort for IntraPublisher {
+    fn publish(&self, payload: Payload) -> Result<()> {
+        // Delivery is synchronous: sent and received are the same moment.
+        let now = SystemTime::now();
+        let item = Item {
+            payload,
+            info: MessageInfo {
+                source_timestamp: now,
+                received_timestamp: now,
+                publisher_gid: self.shared.gid,
+                publication_sequence_number: self.shared.sequence.fetch_add(1, Ordering::Relaxed)
+                    + 1,
+                reception_sequence_number: 0,
+                from_intra_process: true,
+            },
+            expires: self.shared.qos.lifespan.map(|l| Instant::now() + l),
+        };
+        match &self.shared.history {
+            // Held across the fan-out so a late joiner sees each message exactly once: either
+            // in the replayed history or through its queue.
+            Some(history) => {
+                let mut history = lock(history);
+                self.fan_out(&item)?;
+                history.push_back(item);
+                if let Some(depth) = self.shared.depth {
+                    while history.len() > depth {
+                        history.pop_front();
+                    }
+                }
+                Ok(())
+            }
+            None => self.fan_out(&item),
+        }
+    }
+
+    fn subscription_count(&self) -> usize {
+        read(&self.shared.matched).len()
+    }
+
+    fn gid(&self) -> Gid {
+        self.shared.gid
+    }
+
+    fn qos(&self) -> QoSProfile {
+        self.shared.qos
+    }
+}
+
+impl Drop for IntraPublisher {
+    fn drop(&mut self) {
+        let mut pending = Pending::new();
+        {
+            let mut endpoints = lock(&self.topic.endpoints);
+            endpoints
+                .publishers
+                .retain(|p| !Arc::ptr_eq(p, &self.shared));
+            for route in write(&self.shared.matched).drain(..) {
+                self.shared.side().matched(false, &mut pending);
+                route.subscription.side().matched(false, &mut pending);
+            }
+        }
+        fire(pending);
+        self.domain.withdraw(self.shared.gid);
+    }
+}
+
+struct SubscriptionShared {
+    gid: Gid,
+    type_support: TypeSupport,
+    qos: QoSProfile,
+    depth: Option<usize>,
+    queue: Mutex<QueueState>,
+    ready: Arc<dyn ReadyHook>,
+    status: Mutex<Status>,
+    events: Arc<dyn EventHook>,
+}
+
+#[derive(Default)]
+struct QueueState {
+    items: VecDeque<Item>,
+    /// Replaced by newer ones in a full KeepLast history.
+    lost: u64,
+    received: u64,
+}
+
+impl QueueState {
+    fn push(&mut self, mut item: Item, depth: Option<usize>) {
+        self.received += 1;
+        item.info.reception_sequence_number = self.received;
+        self.items.push_back(item);
+        if depth.is_some_and(|d| self.items.len() > d) {
+            self.items.pop_front();
+            self.lost += 1;
+        }
+    }
+
+    /// The oldest message whose lifespan has not ended.
+    fn pop(&mut self, now: &mut Option<Instant>) -> Option<Item> {
+        while let Some(item) = self.items.pop_front() {
+            if !item.expired(now) {
+                return Some(item);
+            }
+        }
+        None
+    }
+}
+
+impl SubscriptionShared {
+    fn side(&self) -> Side<'_> {
+        Side {
+            role: QosRole::Subscription,
+            status: &self.status,
+            events: &self.events,
+        }
+    }
+
+    fn push(&self, item: Item) {
+        lock(&self.queue).push(item, self.depth);
+        self.ready.ready();
+    }
+}
+
+struct IntraSubscription {
+    topic: Arc<Topic>,
+    shared: Arc<SubscriptionShared>,
+    domain: Arc<Domain>,
+    closed: AtomicBool,
+}
+
+pub(super) fn create_subscription(
+    node: &IntraNode,
+    endpoint: &TopicEndpoint,
+    ready: Arc<dyn ReadyHook>,
+    events: Arc<dyn EventHook>,
+) -> Result<Arc<dyn SubscriptionPort>> {
+    endpoint.qos.validate()?;
+    let topic = topic(&node.domain, &endpoint.name);
+    let mut pending = Pending::new();
+    let mut replayed = false;
+    let shared;
+    {
+        let mut endpoints = lock(&topic.endpoints);
+        // `BestAvailable` adapts to the publishers of this type present now, as in rmw.
+        let offers: Vec<QoSProfile> = endpoints
+            .publishers
+            .iter()
+            .filter(|p| p.type_support.same_interface(&endpoint.type_support))
+            .map(|p| p.qos)
+            .collect();
+        let qos = endpoint.qos.resolve(QosRole::Subscription, &offers);
+        let depth = qos.depth()?;
+        shared = Arc::new(SubscriptionShared {
+            gid: Gid::next_local(),
+            type_support: endpoint.type_support,
+            qos,
+            depth,
+            queue: Mutex::default(),
+            ready,
+            status: Mutex::default(),
+            events,
+        });
+        let late_joiner = qos.durability == Durability::TransientLocal;
+        for p in &endpoints.publishers {
+            let pairing = pair(p, &shared);
+            let Pairing::Match { convert } = pairing else {
+                mismatch(p, &shared, &pairing, &mut pending);
+                continue;
+            };
+            // The publisher's history lock held while replaying and joining: each of its
+            // messages is seen exactly once, replayed or queued by a later publish.
+            let history = p.history.as_ref().filter(|_| late_joiner).map(lock);
+            if let Some(history) = &history {
+                let mut now = None;
+                let mut queue = lock(&shared.queue);
+                for item in history.iter().filter(|i| !i.expired(&mut now)) {
+                    let mut item = item.clone();
+                    if convert {
+                        let mut buf = Vec::new();
+                        match item.payload.cdr(&p.type_support, &mut buf) {
+                            Ok(_) => item.payload = Payload::Serialized(buf),
+                            // It was encoded when published; cannot fail now.
+                            Err(_) => continue,
+                        }
+                    }
+                    queue.push(item, depth);
+                    replayed = true;
+                }
+            }
+            write(&p.matched).push(Route {
+                subscription: shared.clone(),
+                convert,
+            });
+            drop(history);
+            p.side().matched(true, &mut pending);
+            shared.side().matched(true, &mut pending);
+        }
+        endpoints.subscriptions.push(shared.clone());
+    }
+    fire(pending);
+    node.domain.announce(node.endpoint_info(
+        &endpoint.name,
+        EndpointKind::Subscription,
+        endpoint.type_support.info.type_name,
+        endpoint.type_support.info.hash,
+        shared.gid,
+        shared.qos,
+    ));
+    if replayed {
+        shared.ready.ready();
+    }
+    Ok(Arc::new(IntraSubscription {
+        topic,
+        shared,
+        domain: node.domain.clone(),
+        closed: AtomicBool::new(false),
+    }))
+}
+
+impl SubscriptionPort for IntraSubscription {
+    fn take(&self) -> Option<(Payload, MessageInfo)> {
+        let item = lock(&self.shared.queue).pop(&mut None)?;
+        Some((item.payload, item.info))
+    }
+
+    fn take_batch(&self, max: usize, out: &mut Vec<(Payload, MessageInfo)>) -> bool {
+        let mut q = lock(&self.shared.queue);
+        let mut now = None;
+        for _ in 0..max {
+            match q.pop(&mut now) {
+                Some(item) => out.push((item.payload, item.info)),
+                None => return false,
+            }
+        }
+        !q.items.is_empty()
+    }
+
+    fn lost_count(&self) -> u64 {
+        lock(&self.shared.queue).lost
+    }
+
+    fn publisher_count(&self) -> usize {
+        lock(&self.shared.status).matched_current as usize
+    }
+
+    fn gid(&self) -> Gid {
+        self.shared.gid
+    }
+
+    fn qos(&self) -> QoSProfile {
+        self.shared.qos
+    }
+
+    fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let mut pending = Pending::new();
+        {
+            let mut endpoints = lock(&self.topic.endpoints);
+            endpoints
+                .subscriptions
+                .retain(|s| !Arc::ptr_eq(s, &self.shared));
+            for p in &endpoints.publishers {
+                let mut routes = write(&p.matched);
+                let before = routes.len();
+                routes.retain(|r| !Arc::ptr_eq(&r.subscription, &self.shared));
+                if routes.len() < before {
+                    drop(routes);
+                    p.side().matched(false, &mut pending);
+                    self.shared.side().matched(false, &mut pending);
+                }
+            }
+        }
+        fire(pending);
+        self.domain.withdraw(self.shared.gid);
+    }
+}
+
+impl Drop for IntraSubscription {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

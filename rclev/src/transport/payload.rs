@@ -1,0 +1,102 @@
+//! What moves through a transport: a message either as a shared Rust value (in process,
+//! zero-copy) or as CDR bytes (on a wire), and the type support that converts between the two.
+
+use std::any::{Any, TypeId};
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::msg::{Message, TypeInfo};
+
+/// A message on its way through a transport.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Payload {
+    /// A Rust value shared with every in-process receiver: never copied, never serialized.
+    Shared(Arc<dyn Any + Send + Sync>),
+    /// CDR bytes with their 4-byte encapsulation header, as a wire transport receives them.
+    /// The node layer decodes them once, with the receiver's [`TypeSupport`].
+    Serialized(Vec<u8>),
+}
+
+impl Payload {
+    /// A shared payload of `msg`.
+    pub fn shared<T: Message>(msg: Arc<T>) -> Self {
+        Payload::Shared(msg)
+    }
+
+    /// The CDR bytes of the payload: borrowed when serialized already, else written with
+    /// `type_support` into `buf`.
+    pub fn cdr<'a>(&'a self, type_support: &TypeSupport, buf: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+        match self {
+            Payload::Serialized(bytes) => Ok(bytes),
+            Payload::Shared(value) => {
+                buf.clear();
+                (type_support.serialize)(&**value, buf)?;
+                Ok(buf)
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Payload::Shared(_) => f.write_str("Payload::Shared(..)"),
+            Payload::Serialized(b) => write!(f, "Payload::Serialized({} bytes)", b.len()),
+        }
+    }
+}
+
+/// What a transport needs to know about a message type.
+///
+/// Peers recognise a type by [`TypeInfo::type_name`] and [`TypeInfo::hash`] only, as ROS 2
+/// does; `rust_type` tells an in-process transport whether it may hand a publisher's value to
+/// a subscription as it is, or must convert it through CDR (two Rust types generated from
+/// the same interface).
+#[derive(Clone, Copy)]
+pub struct TypeSupport {
+    /// The type's ROS 2 and DDS names, REP-2016 hash and description.
+    pub info: TypeInfo,
+    /// The Rust type behind [`Payload::Shared`] values of this type; in-process use only.
+    pub rust_type: TypeId,
+    /// Appends the CDR encoding (with encapsulation header) of a [`Payload::Shared`] value of
+    /// this type to the buffer.
+    pub serialize: fn(&(dyn Any + Send + Sync), &mut Vec<u8>) -> Result<()>,
+    /// Decodes CDR bytes (with encapsulation header) into a shareable value of this type.
+    pub deserialize: fn(&[u8]) -> Result<Arc<dyn Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for TypeSupport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.info.type_name)
+    }
+}
+
+impl TypeSupport {
+    /// The type support of message type `T`.
+    pub fn of<T: Message>() -> Self {
+        fn ser<T: Message>(v: &(dyn Any + Send + Sync), buf: &mut Vec<u8>) -> Result<()> {
+            match v.downcast_ref::<T>() {
+                Some(m) => crate::msg::to_cdr_into(m, buf),
+                None => Err(crate::error::Error::Transport(format!(
+                    "a payload to serialize as {} holds another Rust type",
+                    T::TYPE_NAME
+                ))),
+            }
+        }
+        fn de<T: Message>(b: &[u8]) -> Result<Arc<dyn Any + Send + Sync>> {
+            Ok(Arc::new(crate::msg::from_cdr::<T>(b)?))
+        }
+        Self {
+            info: TypeInfo::of::<T>(),
+            rust_type: TypeId::of::<T>(),
+            serialize: ser::<T>,
+            deserialize: de::<T>,
+        }
+    }
+
+    /// Whether endpoints of the two types may be matched: same ROS 2 type name and hash.
+    pub fn same_interface(&self, other: &TypeSupport) -> bool {
+        self.info.type_name == other.info.type_name && self.info.hash == other.info.hash
+    }
+}

@@ -72,7 +72,7 @@ pub(crate) fn spawn_worker(
         // explore, and it changes only when the worker parks, not whether it is woken.
         loom::future::block_on(run_worker(
             mailbox,
-            exec.host.clone(),
+            exec.host().clone(),
             Box::new(()),
             SpinPolicy::new(Duration::ZERO),
         ))

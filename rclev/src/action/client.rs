@@ -101,9 +101,9 @@ pub(crate) fn create_action_client<A: ActionType>(
             cancel_responses: Mutex::default(),
             result_responses: Mutex::default(),
             goals: Mutex::default(),
-            life: core.exec.life.clone(),
-            graph: core.exec.context.transport().graph_changes(),
-            host: core.exec.host.clone(),
+            life: core.exec.life().clone(),
+            graph: core.exec.context().transport().graph_changes(),
+            host: core.exec.host().clone(),
         }))
     })?;
     Ok(crate::Handle::new(ActionClientState { inner }))

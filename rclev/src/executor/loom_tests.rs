@@ -159,8 +159,8 @@ fn loom_no_callback_runs_after_the_last_spin_returns() {
 
         let worker = spawn_worker(&exec, &mailbox);
         // The spin ends (what `spin_async` does after its select).
-        if exec.host.gate.close() {
-            block_on(exec.host.gate.quiesce());
+        if exec.host().gate.close() {
+            block_on(exec.host().gate.quiesce());
         }
         probe.spin_returned.store(true, Ordering::SeqCst);
         assert!(

@@ -150,18 +150,21 @@ pub struct ExecutorStats {
     pub timer_thread_wakeups: u64,
 }
 
-/// State shared by the executor, its nodes, workers and entities.
+/// State shared by the executor and the nodes created from it. The node layer sees it only
+/// through the methods below: the context (transport and arguments), the worker host, the
+/// lifeline, the timer scheduler, and [`spawn_worker`](Self::spawn_worker); how workers are
+/// run stays the executor's business.
 pub(crate) struct ExecutorShared {
-    pub(crate) context: Context,
-    pub(crate) handle: Handle,
+    context: Context,
+    handle: Handle,
     /// Workers run on threads of their own (see [`RuntimeChoice::ThreadPerWorker`]).
-    pub(crate) dedicated_workers: bool,
+    dedicated_workers: bool,
     /// What the workers see of the executor (layer 3: the executor core).
-    pub(crate) host: Arc<WorkerHost>,
-    pub(crate) options: ExecutorOptions,
-    pub(crate) timers: TimerScheduler,
+    host: Arc<WorkerHost>,
+    options: ExecutorOptions,
+    timers: TimerScheduler,
     /// Ends the sleeps of the nodes' clocks on shutdown.
-    pub(crate) life: Arc<crate::clock::Lifeline>,
+    life: Arc<crate::clock::Lifeline>,
     shutdown_notify: Notify,
     halt_notify: Notify,
 }
@@ -231,9 +234,55 @@ impl ExecutorShared {
         self.host.check_running()
     }
 
-    /// Registers a new worker's mailbox so shutdown closes it; fails after shutdown.
-    pub(crate) fn register_worker(&self, mailbox: &Arc<Mailbox>) -> Result<()> {
-        self.host.register_worker(mailbox)
+    /// The context: transport and command-line arguments.
+    pub(crate) fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// What workers and callbacks see of the executor: spin gate, error reporting.
+    pub(crate) fn host(&self) -> &Arc<WorkerHost> {
+        &self.host
+    }
+
+    /// Ends with the executor: sleeps, waits and futures watch it.
+    pub(crate) fn life(&self) -> &Arc<crate::clock::Lifeline> {
+        &self.life
+    }
+
+    /// The shared timer scheduler.
+    pub(crate) fn timers(&self) -> &TimerScheduler {
+        &self.timers
+    }
+
+    /// Starts a worker task over `mailbox` with `payload` (on the executor's runtime, or on a
+    /// thread of its own named `rclev-<name>` with [`RuntimeChoice::ThreadPerWorker`]).
+    /// Fails after shutdown, or when the thread cannot be started.
+    pub(crate) fn spawn_worker(
+        &self,
+        mailbox: &Arc<Mailbox>,
+        payload: Box<dyn std::any::Any + Send>,
+        name: &str,
+    ) -> Result<()> {
+        self.host.register_worker(mailbox)?;
+        let task = worker::run_worker(
+            mailbox.clone(),
+            self.host.clone(),
+            payload,
+            worker::SpinPolicy::new(self.options.worker_spin),
+        );
+        if self.dedicated_workers {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::Runtime(format!("cannot build a worker runtime: {e}")))?;
+            std::thread::Builder::new()
+                .name(format!("rclev-{name}"))
+                .spawn(move || rt.block_on(task))
+                .map_err(|e| Error::Runtime(format!("cannot start a worker thread: {e}")))?;
+        } else {
+            self.handle.spawn(task);
+        }
+        Ok(())
     }
 
     fn shutdown(&self) {

@@ -86,7 +86,7 @@ impl Executable for EventSink {
             return;
         };
         for event in events {
-            let host = &self.worker.exec.host;
+            let host = self.worker.exec.host();
             if handler
                 .call(cx, &self.label, host, event, None, || true)
                 .is_err()

@@ -8,7 +8,7 @@ use crate::transport::{EndpointInfo, EndpointKind, GraphSnapshot, NodeName};
 impl NodeState {
     /// The graph as the transport knows it now (every node and endpoint).
     pub fn graph(&self) -> GraphSnapshot {
-        self.core.exec.context.transport().graph()
+        self.core.exec.context().transport().graph()
     }
 
     /// Every node on the graph, sorted (`ros2 node list`).
@@ -53,11 +53,11 @@ impl NodeState {
     /// Resolves after the next change of the graph (a node or endpoint appeared or went), or
     /// with [`Error::Shutdown`](crate::Error::Shutdown) once the executor has shut down.
     pub async fn wait_for_graph_change(&self) -> Result<()> {
-        let mut changes = self.core.exec.context.transport().graph_changes();
+        let mut changes = self.core.exec.context().transport().graph_changes();
         changes.borrow_and_update();
         self.core
             .exec
-            .life
+            .life()
             .unless_ended(async move {
                 changes
                     .changed()
@@ -70,6 +70,6 @@ impl NodeState {
     /// Whether the node's transport ever reports QoS events of `kind` (the in-process
     /// transport does not watch deadlines or liveliness leases).
     pub fn supports_qos_event(&self, kind: QosEventKind) -> bool {
-        self.core.exec.context.transport().supports_event(kind)
+        self.core.exec.context().transport().supports_event(kind)
     }
 }

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::callback::Callback;
+use super::entity::bind_entity;
 use super::worker::WorkerCore;
 use crate::error::Result;
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
@@ -36,18 +37,16 @@ pub(crate) fn create_guard_condition(
     core: &Arc<WorkerCore>,
     callback: Callback<()>,
 ) -> Result<GuardCondition> {
-    core.exec.check_running()?;
-    let dispatch = EntityDispatch::unbound(core.mailbox.clone());
-    let guard = Arc::new(GuardEntity {
-        triggered: AtomicBool::new(false),
-        closed: AtomicBool::new(false),
-        gate: CallGate::default(),
-        dispatch: dispatch.clone(),
-        callback: Mutex::new(callback),
-        worker: core.clone(),
-    });
-    let entity: Arc<dyn Executable> = guard.clone();
-    dispatch.bind(Arc::downgrade(&entity), false);
+    let guard = bind_entity(core, false, |dispatch| {
+        Ok(Arc::new(GuardEntity {
+            triggered: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            gate: CallGate::default(),
+            dispatch,
+            callback: Mutex::new(callback),
+            worker: core.clone(),
+        }))
+    })?;
     Ok(crate::Handle::new(GuardConditionState { entity: guard }))
 }
 
@@ -74,7 +73,7 @@ impl Executable for GuardEntity {
             let _ = lock(&self.callback).call(
                 cx,
                 "guard condition",
-                &self.worker.exec.host,
+                self.worker.exec.host(),
                 (),
                 Some(&self.gate),
                 still_open,

@@ -1,6 +1,5 @@
 //! Nodes and the entities they create.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -11,11 +10,13 @@ mod events;
 mod graph;
 mod guard;
 pub(crate) mod names;
+mod options;
 pub(crate) mod pubsub;
 pub(crate) mod service;
 mod worker;
 
 pub use guard::{GuardCondition, GuardConditionState};
+pub use options::{IntoNodeOptions, NodeOptions};
 pub use pubsub::{Publisher, PublisherState, Subscription, SubscriptionState, SubscriptionStream};
 pub use service::{Client, ClientState, Service, ServiceState};
 pub use worker::{Worker, WorkerState};
@@ -37,78 +38,6 @@ use crate::sync::lock;
 use crate::timer::{
     create_timer, IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerKind,
 };
-
-/// How a node is created: its name and namespace.
-///
-/// ```
-/// use rclev::NodeOptions;
-/// let opts = NodeOptions::new("camera").namespace("/robot1");
-/// # let _ = opts;
-/// ```
-#[derive(Debug, Clone)]
-pub struct NodeOptions {
-    /// The node name.
-    pub name: String,
-    /// The namespace (`/` by default; a relative one is made absolute).
-    pub namespace: String,
-    /// Parameter values that replace the defaults given at declaration. They win over
-    /// `--ros-args -p` arguments of the context.
-    pub parameter_overrides: BTreeMap<String, ParameterValue>,
-    /// Publish every log record on `/rosout` (default `true`).
-    pub enable_rosout: bool,
-}
-
-impl NodeOptions {
-    /// Options for a node called `name` in the root namespace.
-    pub fn new(name: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            namespace: "/".into(),
-            parameter_overrides: BTreeMap::new(),
-            enable_rosout: true,
-        }
-    }
-    /// Sets the namespace.
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = namespace.into();
-        self
-    }
-    /// Overrides a parameter's default.
-    pub fn parameter_override(
-        mut self,
-        name: impl Into<String>,
-        value: impl Into<ParameterValue>,
-    ) -> Self {
-        self.parameter_overrides.insert(name.into(), value.into());
-        self
-    }
-    /// Turns `/rosout` publishing on or off.
-    pub fn enable_rosout(mut self, enable: bool) -> Self {
-        self.enable_rosout = enable;
-        self
-    }
-}
-
-/// Conversion into [`NodeOptions`].
-pub trait IntoNodeOptions {
-    /// Converts.
-    fn into_node_options(self) -> NodeOptions;
-}
-impl IntoNodeOptions for NodeOptions {
-    fn into_node_options(self) -> NodeOptions {
-        self
-    }
-}
-impl IntoNodeOptions for &str {
-    fn into_node_options(self) -> NodeOptions {
-        NodeOptions::new(self)
-    }
-}
-impl IntoNodeOptions for String {
-    fn into_node_options(self) -> NodeOptions {
-        NodeOptions::new(self)
-    }
-}
 
 /// A node's validated name and namespace, its clocks, and its registration with the transport.
 pub(crate) struct NodeIdentity {
@@ -155,19 +84,19 @@ impl NodeState {
         let namespace = names::normalize_namespace(&options.namespace)?;
         exec.check_running()?;
         // Before anything is started: a malformed `--ros-args` rule fails the creation, as in rcl.
-        let mut overrides = parse_ros_args(exec.context.arguments(), &options.name)?;
+        let mut overrides = parse_ros_args(exec.context().arguments(), &options.name)?;
         overrides.extend(options.parameter_overrides);
         let sim_sink: std::sync::Weak<dyn crate::clock::SimTimeSink> =
-            Arc::downgrade(&exec.timers.core) as _;
+            Arc::downgrade(&exec.timers().core) as _;
         let source = Arc::new(RosTimeSource::new(Some(sim_sink)));
         let weak_exec = Arc::downgrade(exec);
         source.set_reporter(Box::new(move |e| match weak_exec.upgrade() {
             Some(exec) => exec.report(e),
             None => tracing::error!(target: "rclev", "{e}"),
         }));
-        exec.life.watch(&source);
+        exec.life().watch(&source);
         let port = exec
-            .context
+            .context()
             .transport()
             .create_node(&crate::transport::NodeName {
                 name: options.name.clone(),
@@ -175,8 +104,8 @@ impl NodeState {
             })?;
         let identity = Arc::new(NodeIdentity {
             port,
-            clock: Clock::from_source(source, exec.life.clone()),
-            life: exec.life.clone(),
+            clock: Clock::from_source(source, exec.life().clone()),
+            life: exec.life().clone(),
             name: options.name.clone(),
             namespace,
         });

@@ -45,7 +45,7 @@ impl<T: Message> PublisherState<T> {
             port,
             events,
             topic: endpoint.name,
-            life: core.exec.life.clone(),
+            life: core.exec.life().clone(),
             _type: std::marker::PhantomData,
         }))
     }
@@ -231,7 +231,7 @@ impl<T: Message> Executable for SubscriptionEntity<T> {
         // One lock for the batch, so a fast publisher and the worker do not take turns on the
         // queue's mutex for every message.
         let more = self.port.take_batch(MAX_BATCH, batch);
-        let host = &self.worker.exec.host;
+        let host = self.worker.exec.host();
         for (payload, info) in batch.drain(..) {
             let still_subscribed = || !self.closed.load(Ordering::SeqCst);
             let msg = match decode::<T>(payload) {
@@ -316,11 +316,11 @@ impl<T: Message> SubscriptionStream<T> {
             .node
             .port
             .create_subscription(&endpoint, hook.clone(), Arc::new(()))?;
-        let life = core.exec.life.clone();
+        let life = core.exec.life().clone();
         Ok(Self {
             port,
             topic: endpoint.name,
-            host: core.exec.host.clone(),
+            host: core.exec.host().clone(),
             malformed: AtomicU64::new(0),
             hook,
             ended: Some(Box::pin(async move { life.ended().await })),

@@ -107,7 +107,7 @@ impl<S: ServiceType> Executable for ServiceEntity<S> {
                 Ok(request) => request,
                 Err(reason) => {
                     self.port.abandon_request(id);
-                    self.worker.exec.host.report(Error::MalformedMessage {
+                    self.worker.exec.host().report(Error::MalformedMessage {
                         topic: self.name.clone(),
                         reason,
                     });
@@ -193,9 +193,9 @@ pub(crate) fn create_client<S: ServiceType>(
             dispatch,
             pending: Arc::default(),
             name: endpoint.name.clone(),
-            life: core.exec.life.clone(),
-            graph: core.exec.context.transport().graph_changes(),
-            host: core.exec.host.clone(),
+            life: core.exec.life().clone(),
+            graph: core.exec.context().transport().graph_changes(),
+            host: core.exec.host().clone(),
         }))
     })?;
     Ok(crate::Handle::from_arc(client))

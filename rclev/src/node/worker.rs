@@ -10,7 +10,7 @@ use super::{guard, pubsub, service, GuardCondition, Node, NodeIdentity, Service,
 use crate::clock::ClockType;
 use crate::error::{Error, Result};
 use crate::executor::mailbox::{MailItem, Mailbox};
-use crate::executor::worker::{run_worker, SpinPolicy, WorkerRef};
+use crate::executor::worker::WorkerRef;
 use crate::executor::ExecutorShared;
 use crate::msg::{Message, ServiceType};
 use crate::qos::IntoPrimitiveOptions;
@@ -34,25 +34,7 @@ impl WorkerCore {
         payload: Box<dyn Any + Send>,
     ) -> Result<Arc<Self>> {
         let mailbox = Arc::new(Mailbox::default());
-        exec.register_worker(&mailbox)?;
-        let task = run_worker(
-            mailbox.clone(),
-            exec.host.clone(),
-            payload,
-            SpinPolicy::new(exec.options.worker_spin),
-        );
-        if exec.dedicated_workers {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| Error::Runtime(format!("cannot build a worker runtime: {e}")))?;
-            std::thread::Builder::new()
-                .name(format!("rclev-{}", node.name))
-                .spawn(move || rt.block_on(task))
-                .map_err(|e| Error::Runtime(format!("cannot start a worker thread: {e}")))?;
-        } else {
-            exec.handle.spawn(task);
-        }
+        exec.spawn_worker(&mailbox, payload, &node.name)?;
         Ok(Arc::new(Self {
             mailbox,
             exec: exec.clone(),
@@ -72,7 +54,7 @@ impl WorkerCore {
             exec: exec.clone(),
             node: Arc::new(NodeIdentity {
                 port: exec
-                    .context
+                    .context()
                     .transport()
                     .create_node(&crate::transport::NodeName {
                         name: "model".into(),
@@ -82,7 +64,7 @@ impl WorkerCore {
                 name: "model".into(),
                 namespace: "/".into(),
                 clock: crate::clock::Clock::steady(),
-                life: exec.life.clone(),
+                life: exec.life().clone(),
             }),
         })
     }
@@ -98,7 +80,7 @@ impl WorkerCore {
     pub(crate) fn worker_ref(&self) -> WorkerRef {
         WorkerRef {
             mailbox: self.mailbox.clone(),
-            host: self.exec.host.clone(),
+            host: self.exec.host().clone(),
         }
     }
 }
@@ -110,7 +92,7 @@ impl TimerHost for WorkerCore {
         self.exec.check_running()?;
         Ok(TimerSite {
             worker: self.worker_ref(),
-            sched: self.exec.timers.core.clone(),
+            sched: self.exec.timers().core.clone(),
             clock: self.node.clock_of(clock),
             keep_alive: self.clone(),
         })

@@ -183,7 +183,7 @@ fn loom_no_timer_callback_starts_after_the_drop_returned() {
             TimerKind::OneShot(callback.into_timer_callback()),
         )
         .unwrap();
-        exec.timers.core.run_while(|delivered| delivered == 0);
+        exec.timers().core.run_while(|delivered| delivered == 0);
 
         let running = spawn_worker(&exec, &worker.mailbox);
         // The user thread runs a job on the worker before it drops the timer. Besides being

@@ -115,7 +115,7 @@ impl<A: ActionType> ServerInner<A> {
         port.abandon_request(id);
         self.worker
             .exec
-            .host
+            .host()
             .report(crate::Error::MalformedMessage {
                 topic: self.name.clone(),
                 reason,

@@ -24,6 +24,7 @@ use crate::error::Result;
 use crate::qos::QosEventKind;
 use crate::sync::lock;
 
+mod matching;
 mod service;
 mod topic;
 

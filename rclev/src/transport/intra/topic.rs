@@ -6,13 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Instant, SystemTime};
 
+use super::matching::{fire, mismatch, pair, Pairing, Pending, Side, Status};
 use super::{Domain, IntraNode};
 use crate::error::Result;
 use crate::qos::compat::QosRole;
-use crate::qos::{
-    CountStatus, Durability, IncompatibleQosStatus, LivelinessChangedStatus, MatchedStatus,
-    QoSProfile, QosEvent, QosPolicyKind,
-};
+use crate::qos::{Durability, QoSProfile};
 use crate::sync::lock;
 use crate::transport::{
     EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort,
@@ -80,141 +78,16 @@ impl Item {
     }
 }
 
-/// Counters behind an endpoint's QoS events.
-#[derive(Default)]
-struct Status {
-    matched_total: u64,
-    matched_current: u64,
-    incompatible_qos: u64,
-    incompatible_type: u64,
-}
-
-/// Events raised under the topic lock, fired once it is released.
-type Pending = Vec<(Arc<dyn EventHook>, QosEvent)>;
-
-/// One side of a pairing, for its events.
-struct Side<'a> {
-    role: QosRole,
-    status: &'a Mutex<Status>,
-    events: &'a Arc<dyn EventHook>,
-}
-
-impl Side<'_> {
-    fn matched(&self, joined: bool, out: &mut Pending) {
-        let mut s = lock(self.status);
-        if joined {
-            s.matched_total += 1;
-            s.matched_current += 1;
-        } else {
-            s.matched_current -= 1;
-        }
-        let status = MatchedStatus {
-            total_count: s.matched_total,
-            total_count_change: u64::from(joined),
-            current_count: s.matched_current,
-            current_count_change: if joined { 1 } else { -1 },
-        };
-        let (matched, alive) = (s.matched_current, if joined { 1 } else { -1 });
-        drop(s);
-        match self.role {
-            QosRole::Publisher => {
-                out.push((self.events.clone(), QosEvent::PublicationMatched(status)))
-            }
-            QosRole::Subscription => {
-                out.push((self.events.clone(), QosEvent::SubscriptionMatched(status)));
-                // In process a matched publisher is alive for as long as it is matched.
-                out.push((
-                    self.events.clone(),
-                    QosEvent::LivelinessChanged(LivelinessChangedStatus {
-                        alive_count: matched,
-                        not_alive_count: 0,
-                        alive_count_change: alive,
-                        not_alive_count_change: 0,
-                    }),
-                ));
-            }
-        }
-    }
-
-    fn incompatible_qos(&self, policy: QosPolicyKind, out: &mut Pending) {
-        let mut s = lock(self.status);
-        s.incompatible_qos += 1;
-        let status = IncompatibleQosStatus {
-            total_count: s.incompatible_qos,
-            total_count_change: 1,
-            last_policy_kind: policy,
-        };
-        let event = match self.role {
-            QosRole::Publisher => QosEvent::OfferedIncompatibleQos(status),
-            QosRole::Subscription => QosEvent::RequestedIncompatibleQos(status),
-        };
-        out.push((self.events.clone(), event));
-    }
-
-    fn incompatible_type(&self, out: &mut Pending) {
-        let mut s = lock(self.status);
-        s.incompatible_type += 1;
-        let status = CountStatus {
-            total_count: s.incompatible_type,
-            total_count_change: 1,
-        };
-        out.push((self.events.clone(), QosEvent::IncompatibleType(status)));
-    }
-}
-
-fn fire(pending: Pending) {
-    for (hook, event) in pending {
-        hook.event(event);
-    }
-}
-
-/// How a publisher and a subscription on one topic pair up.
-enum Pairing {
-    /// They match; `convert` when their Rust types differ and messages go through CDR.
-    Match {
-        convert: bool,
-    },
-    IncompatibleType,
-    IncompatibleQos(QosPolicyKind),
-}
-
-fn pair(p: &PublisherShared, s: &SubscriptionShared) -> Pairing {
-    if !p.type_support.same_interface(&s.type_support) {
-        return Pairing::IncompatibleType;
-    }
-    if let Some(clash) = QoSProfile::incompatibility(&p.qos, &s.qos) {
-        return Pairing::IncompatibleQos(clash.policy);
-    }
-    Pairing::Match {
-        convert: p.type_support.rust_type != s.type_support.rust_type,
-    }
-}
-
-/// Raises the events of a pairing that did not match.
-fn mismatch(p: &PublisherShared, s: &SubscriptionShared, pairing: &Pairing, out: &mut Pending) {
-    match pairing {
-        Pairing::Match { .. } => {}
-        Pairing::IncompatibleType => {
-            p.side().incompatible_type(out);
-            s.side().incompatible_type(out);
-        }
-        Pairing::IncompatibleQos(policy) => {
-            p.side().incompatible_qos(*policy, out);
-            s.side().incompatible_qos(*policy, out);
-        }
-    }
-}
-
 /// Where a publisher delivers.
 struct Route {
     subscription: Arc<SubscriptionShared>,
     convert: bool,
 }
 
-struct PublisherShared {
+pub(super) struct PublisherShared {
     gid: Gid,
-    type_support: TypeSupport,
-    qos: QoSProfile,
+    pub(super) type_support: TypeSupport,
+    pub(super) qos: QoSProfile,
     sequence: AtomicU64,
     /// The last `depth` messages, kept for late-joining transient-local subscriptions.
     history: Option<Mutex<VecDeque<Item>>>,
@@ -226,7 +99,7 @@ struct PublisherShared {
 }
 
 impl PublisherShared {
-    fn side(&self) -> Side<'_> {
+    pub(super) fn side(&self) -> Side<'_> {
         Side {
             role: QosRole::Publisher,
             status: &self.status,
@@ -399,10 +272,10 @@ impl Drop for IntraPublisher {
     }
 }
 
-struct SubscriptionShared {
+pub(super) struct SubscriptionShared {
     gid: Gid,
-    type_support: TypeSupport,
-    qos: QoSProfile,
+    pub(super) type_support: TypeSupport,
+    pub(super) qos: QoSProfile,
     depth: Option<usize>,
     queue: Mutex<QueueState>,
     ready: Arc<dyn ReadyHook>,
@@ -441,7 +314,7 @@ impl QueueState {
 }
 
 impl SubscriptionShared {
-    fn side(&self) -> Side<'_> {
+    pub(super) fn side(&self) -> Side<'_> {
         Side {
             role: QosRole::Subscription,
             status: &self.status,
@@ -614,5 +487,89 @@ impl SubscriptionPort for IntraSubscription {
 impl Drop for IntraSubscription {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interfaces::std_msgs::msg::Int64;
+    use crate::transport::{IntraProcess, NodeName, NodePort, Transport};
+    use std::time::Duration;
+
+    struct Quiet;
+    impl ReadyHook for Quiet {
+        fn ready(&self) {}
+    }
+
+    fn node(transport: &IntraProcess) -> Arc<dyn NodePort> {
+        transport
+            .create_node(&NodeName {
+                name: "n".into(),
+                namespace: "/".into(),
+            })
+            .unwrap()
+    }
+
+    fn endpoint(name: &str, qos: QoSProfile) -> TopicEndpoint {
+        TopicEndpoint {
+            name: name.into(),
+            type_support: TypeSupport::of::<Int64>(),
+            qos,
+        }
+    }
+
+    fn int(data: i64) -> Payload {
+        Payload::Shared(Arc::new(Int64 { data }))
+    }
+
+    #[test]
+    fn dead_topics_are_forgotten() {
+        let transport = IntraProcess::new();
+        let node = node(&transport);
+        for i in 0..1000 {
+            let publisher = node
+                .create_publisher(
+                    &endpoint(&format!("/t{i}"), QoSProfile::default()),
+                    Arc::new(()),
+                )
+                .unwrap();
+            drop(publisher);
+        }
+        let _kept = node
+            .create_publisher(&endpoint("/kept", QoSProfile::default()), Arc::new(()))
+            .unwrap();
+        assert_eq!(lock(&transport.domain.registry).topics.len(), 1);
+        assert_eq!(transport.graph().endpoints.len(), 1);
+    }
+
+    #[test]
+    fn expired_messages_are_not_delivered_nor_replayed() {
+        let transport = IntraProcess::new();
+        let node = node(&transport);
+        let qos = QoSProfile::default()
+            .transient_local()
+            .lifespan(Duration::from_millis(1000));
+        let publisher = node
+            .create_publisher(&endpoint("/l", qos), Arc::new(()))
+            .unwrap();
+        let early = node
+            .create_subscription(&endpoint("/l", qos), Arc::new(Quiet), Arc::new(()))
+            .unwrap();
+        publisher.publish(int(1)).unwrap();
+        std::thread::sleep(Duration::from_millis(1100));
+        publisher.publish(int(2)).unwrap();
+        let late = node
+            .create_subscription(&endpoint("/l", qos), Arc::new(Quiet), Arc::new(()))
+            .unwrap();
+        for sub in [&early, &late] {
+            let (payload, info) = sub.take().unwrap();
+            let Payload::Shared(value) = payload else {
+                panic!("in-process payloads of one Rust type are shared");
+            };
+            assert_eq!(value.downcast_ref::<Int64>().unwrap().data, 2);
+            assert_eq!(info.publication_sequence_number, 2);
+            assert!(sub.take().is_none());
+        }
     }
 }

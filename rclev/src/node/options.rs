@@ -1,0 +1,77 @@
+//! How a node is created: [`NodeOptions`] and what converts into them.
+
+use std::collections::BTreeMap;
+
+use crate::parameter::ParameterValue;
+
+/// How a node is created: its name and namespace.
+///
+/// ```
+/// use rclev::NodeOptions;
+/// let opts = NodeOptions::new("camera").namespace("/robot1");
+/// # let _ = opts;
+/// ```
+#[derive(Debug, Clone)]
+pub struct NodeOptions {
+    /// The node name.
+    pub name: String,
+    /// The namespace (`/` by default; a relative one is made absolute).
+    pub namespace: String,
+    /// Parameter values that replace the defaults given at declaration. They win over
+    /// `--ros-args -p` arguments of the context.
+    pub parameter_overrides: BTreeMap<String, ParameterValue>,
+    /// Publish every log record on `/rosout` (default `true`).
+    pub enable_rosout: bool,
+}
+
+impl NodeOptions {
+    /// Options for a node called `name` in the root namespace.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            namespace: "/".into(),
+            parameter_overrides: BTreeMap::new(),
+            enable_rosout: true,
+        }
+    }
+    /// Sets the namespace.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+    /// Overrides a parameter's default.
+    pub fn parameter_override(
+        mut self,
+        name: impl Into<String>,
+        value: impl Into<ParameterValue>,
+    ) -> Self {
+        self.parameter_overrides.insert(name.into(), value.into());
+        self
+    }
+    /// Turns `/rosout` publishing on or off.
+    pub fn enable_rosout(mut self, enable: bool) -> Self {
+        self.enable_rosout = enable;
+        self
+    }
+}
+
+/// Conversion into [`NodeOptions`].
+pub trait IntoNodeOptions {
+    /// Converts.
+    fn into_node_options(self) -> NodeOptions;
+}
+impl IntoNodeOptions for NodeOptions {
+    fn into_node_options(self) -> NodeOptions {
+        self
+    }
+}
+impl IntoNodeOptions for &str {
+    fn into_node_options(self) -> NodeOptions {
+        NodeOptions::new(self)
+    }
+}
+impl IntoNodeOptions for String {
+    fn into_node_options(self) -> NodeOptions {
+        NodeOptions::new(self)
+    }
+}

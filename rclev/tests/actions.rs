@@ -127,8 +127,15 @@ fn full_lifecycle_with_feedback_and_status() {
     let (feedback, state, result, id) = out.lock().unwrap().take().unwrap();
     assert_eq!(state, GoalState::Succeeded);
     assert_eq!(result.sequence, fib(10));
-    assert_eq!(feedback.len(), 9);
-    assert_eq!(feedback.last().unwrap(), &fib(10));
+    // What holds on any transport: feedback arrives in order, without gaps or duplicates
+    // among what arrives. Feedback and status are two topics, so across processes the last
+    // feedback may come after the terminal status, which ends the stream.
+    assert!(!feedback.is_empty() && feedback.len() <= 9);
+    for (k, f) in feedback.iter().enumerate() {
+        assert_eq!(f, &fib(k + 2));
+    }
+    // In process the client drains feedback before it looks at status, so none is lost.
+    assert_eq!(feedback.len(), 9, "in process every feedback arrives");
     let mut states = Vec::new();
     while let Some((array, _)) = status.try_recv() {
         for s in &array.status_list {
@@ -342,7 +349,8 @@ fn a_hundred_concurrent_goals_with_feedback() {
                     .await
                     .unwrap();
                 let feedback: Vec<_> = handle.feedback().unwrap().collect().await;
-                assert_eq!(feedback.len(), 3);
+                // In order on any transport; all three in process (see above).
+                assert!(feedback.iter().map(|f| f.sequence[0]).eq(0..3));
                 let (state, result) = handle.result().await.unwrap();
                 assert_eq!(state, GoalState::Succeeded);
                 assert_eq!(result.sequence, fib((1 + i % 20) as usize));
@@ -447,6 +455,8 @@ fn results_expire_on_simulated_time() {
 }
 
 #[test]
+/// In process, a vanished server fails its clients at once. Across processes that is best
+/// effort (a remote server can vanish silently): clients there use timeouts.
 fn dropping_the_server_with_active_goals_fails_clients_cleanly() {
     let (executor, server_node, client_node) = setup();
     let handles: Arc<Mutex<Vec<ServerGoalHandle<Fibonacci>>>> = Arc::default();
@@ -517,6 +527,7 @@ fn dropping_the_server_with_active_goals_fails_clients_cleanly() {
 }
 
 #[test]
+/// In process (see above): the withdrawal is seen at once.
 fn dropping_the_server_while_its_callback_runs_withdraws_it_at_once() {
     let (executor, server_node, client_node) = setup();
     let (entered_tx, entered_rx) = std::sync::mpsc::channel();
@@ -604,4 +615,36 @@ fn dropping_the_client_mid_goal_leaves_the_server_working() {
         );
     });
     assert_eq!(out.lock().unwrap().take().unwrap().1.sequence, fib(4));
+}
+
+#[test]
+fn wait_for_server_is_woken_when_the_server_appears() {
+    let (executor, server_node, client_node) = setup();
+    let client = client_node
+        .create_action_client::<Fibonacci>("fibonacci")
+        .unwrap();
+    assert!(!client.server_is_available());
+    let done = Arc::new(Mutex::new(None));
+    let d = done.clone();
+    spin_until(&executor, async move {
+        let early = client
+            .wait_for_server(Some(Duration::from_millis(20)))
+            .await;
+        assert!(matches!(early, Err(Error::Timeout { .. })), "{early:?}");
+        let waiting = client.wait_for_server(Some(Duration::from_secs(10)));
+        let appear = async {
+            tokio::task::yield_now().await;
+            fibonacci_server(
+                &server_node,
+                Duration::from_millis(1),
+                ActionServerOptions::default(),
+            )
+        };
+        let (waited, server) = tokio::join!(waiting, appear);
+        waited.unwrap();
+        let handle = client.send_goal(FibonacciGoal { order: 3 }).await.unwrap();
+        *d.lock().unwrap() = Some(handle.result().await.unwrap().1.sequence);
+        drop(server);
+    });
+    assert_eq!(done.lock().unwrap().take().unwrap(), fib(3));
 }

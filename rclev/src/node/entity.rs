@@ -39,6 +39,7 @@ pub(crate) fn topic_endpoint<T: Message>(
         name: core.node.expand(&options.name)?,
         type_support: TypeSupport::of::<T>(),
         qos: options.qos,
+        reads_message_info: false,
     })
 }
 

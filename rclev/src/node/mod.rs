@@ -180,6 +180,7 @@ impl NodeState {
                         s.set_sim_time(m.clock.as_nanos())
                     },
                 ),
+                false,
             );
             match created {
                 Ok(created) => *sub = Some(created),
@@ -311,6 +312,7 @@ impl NodeState {
             &self.core,
             options,
             Callback::plain(move |(m, _)| callback(m)),
+            false,
         )
     }
 
@@ -330,6 +332,7 @@ impl NodeState {
             &self.core,
             options,
             Callback::plain(move |(m, info)| callback(m, info)),
+            true,
         )
     }
 
@@ -347,6 +350,7 @@ impl NodeState {
             &self.core,
             options,
             Callback::asynchronous(move |(m, _)| callback(m)),
+            false,
         )
     }
 

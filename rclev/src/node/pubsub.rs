@@ -68,8 +68,14 @@ impl<T: Message> PublisherState<T> {
             });
         }
         self.port
-            .publish(Payload::Shared(msg.clone()))
-            .map_err(|error| DeliveryError { error, value: msg })
+            .publish(Payload::Shared(msg))
+            .map_err(|e| DeliveryError {
+                error: e.error,
+                // A transport bug otherwise: the trait says it hands back what it was given.
+                value: decode::<T>(e.value).unwrap_or_else(|reason| {
+                    panic!("the transport handed back another payload than it was given: {reason}")
+                }),
+            })
     }
 
     /// The fully qualified topic name.
@@ -139,8 +145,10 @@ pub(crate) fn create_subscription<T: Message>(
     core: &Arc<WorkerCore>,
     options: impl IntoPrimitiveOptions,
     callback: SubscriptionCallback<T>,
+    reads_message_info: bool,
 ) -> Result<Subscription<T>> {
-    let endpoint = topic_endpoint::<T>(core, options)?;
+    let mut endpoint = topic_endpoint::<T>(core, options)?;
+    endpoint.reads_message_info = reads_message_info;
     let label = format!("subscription {}", endpoint.name);
     let events = EventSink::create(core, label.clone())?;
     let sub = bind_entity(core, true, |dispatch| {
@@ -310,7 +318,9 @@ pub struct SubscriptionStream<T: Message> {
 
 impl<T: Message> SubscriptionStream<T> {
     pub(crate) fn create(core: &WorkerCore, options: impl IntoPrimitiveOptions) -> Result<Self> {
-        let endpoint = topic_endpoint::<T>(core, options)?;
+        let mut endpoint = topic_endpoint::<T>(core, options)?;
+        // `try_recv` and `recv_with_info` hand out the info.
+        endpoint.reads_message_info = true;
         let hook = Arc::new(StreamHook::default());
         let port = core
             .node

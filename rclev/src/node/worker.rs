@@ -165,6 +165,7 @@ impl<P: Send + 'static> WorkerState<P> {
             &self.core,
             options,
             Callback::with_payload(move |p: &mut P, (m, _)| callback(p, m)),
+            false,
         )
     }
 

@@ -1,5 +1,5 @@
 //! Quality-of-service profiles as ROS 2 defines them: the policies, the standard profiles, how
-//! an offered profile matches a requested one ([`compat`]), and the QoS events an endpoint
+//! an offered profile matches a requested one (`compat.rs`), and the QoS events an endpoint
 //! reports ([`event`]).
 //!
 //! A policy may be left to the transport (`SystemDefault`) or, on a subscription, adapt to the

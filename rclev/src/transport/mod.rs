@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::error::Result;
+use crate::error::{DeliveryError, Result};
 use crate::msg::{ServiceType, TypeHash};
 use crate::qos::{QoSProfile, QosEvent, QosEventKind};
 
@@ -83,6 +83,10 @@ pub struct TopicEndpoint {
     /// QoS as the user asked; the transport resolves `SystemDefault`/`BestAvailable`
     /// policies with [`QoSProfile::resolve`].
     pub qos: QoSProfile,
+    /// For a subscription: whether its owner reads the [`MessageInfo`] timestamps. A
+    /// transport for which taking a timestamp has a cost (the in-process one: a clock read
+    /// per publish) may leave them unset (the Unix epoch) for subscriptions that do not.
+    pub reads_message_info: bool,
 }
 
 /// A service endpoint (server or client) to create.
@@ -99,8 +103,9 @@ pub struct ServiceEndpoint {
 /// The publishing side of a topic.
 pub trait PublisherPort: Send + Sync {
     /// Publishes one message. A wire transport serializes a [`Payload::Shared`] with the
-    /// endpoint's type support.
-    fn publish(&self, msg: Payload) -> Result<()>;
+    /// endpoint's type support. A message that could not be published comes back in the
+    /// error (it is moved in, so the caller keeps no clone of it on the hot path).
+    fn publish(&self, msg: Payload) -> Result<(), DeliveryError<Payload>>;
     /// Number of subscriptions currently matched.
     fn subscription_count(&self) -> usize;
     /// The publisher's GID.

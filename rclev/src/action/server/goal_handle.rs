@@ -95,6 +95,7 @@ impl<A: ActionType> ServerGoalHandle<A> {
             .publish(Payload::Shared(Arc::new(A::feedback_message(
                 self.id, feedback,
             ))))
+            .map_err(|e| e.error)
     }
 
     /// Whether a cancel request for this goal was accepted.

@@ -4,11 +4,11 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::matching::{fire, mismatch, pair, Pairing, Pending, Side, Status};
 use super::{Domain, IntraNode};
-use crate::error::Result;
+use crate::error::{DeliveryError, Error, Result};
 use crate::qos::compat::QosRole;
 use crate::qos::{Durability, QoSProfile};
 use crate::sync::lock;
@@ -62,19 +62,45 @@ impl Drop for Topic {
     }
 }
 
-/// A message in a queue or history.
+/// A message in a queue or history. Kept small (64 bytes): a fast publisher can queue millions
+/// of them for a keep-all subscription, and the queue's memory traffic is the cost of a
+/// publish. The [`MessageInfo`] is built when the message is taken.
 #[derive(Clone)]
 struct Item {
     payload: Payload,
-    info: MessageInfo,
-    /// When the publisher's lifespan ends it; `None` without a lifespan.
-    expires: Option<Instant>,
+    publisher: Gid,
+    sequence: u64,
+    /// Source timestamp, nanoseconds since the Unix epoch.
+    source_ns: i64,
+    /// When the publisher's lifespan ends it, in [`monotonic_ns`]; 0 without a lifespan.
+    expires_ns: u64,
+}
+
+/// Nanoseconds since the first call, on the monotonic clock: lifespans are measured on it,
+/// never on the settable system clock.
+fn monotonic_ns() -> u64 {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    // +1: 0 means "no lifespan".
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
 }
 
 impl Item {
-    fn expired(&self, now: &mut Option<Instant>) -> bool {
-        self.expires
-            .is_some_and(|e| e <= *now.get_or_insert_with(Instant::now))
+    fn expired(&self, now: &mut Option<u64>) -> bool {
+        self.expires_ns != 0 && self.expires_ns <= *now.get_or_insert_with(monotonic_ns)
+    }
+
+    /// The info a subscription gets with the message; `reception` is its number there.
+    fn info(&self, reception: u64) -> MessageInfo {
+        // Delivery is synchronous: sent and received are the same moment.
+        let stamp = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.source_ns.max(0) as u64);
+        MessageInfo {
+            source_timestamp: stamp,
+            received_timestamp: stamp,
+            publisher_gid: self.publisher,
+            publication_sequence_number: self.sequence,
+            reception_sequence_number: reception,
+            from_intra_process: true,
+        }
     }
 }
 
@@ -179,8 +205,16 @@ fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 }
 
 impl IntraPublisher {
-    fn fan_out(&self, item: &Item) -> Result<()> {
+    fn fan_out(&self, item: &mut Item) -> Result<(), Error> {
         let routes = read(&self.shared.matched);
+        // A clock read costs about as much as the rest of a publish: taken only when a
+        // matched subscription reads message info, or a history keeps it for late joiners.
+        if self.shared.history.is_some() || routes.iter().any(|r| r.subscription.reads_info) {
+            item.source_ns = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as i64);
+        }
+        let item = &*item;
         // Serialized once, and only if a subscription of another Rust type needs it; before
         // anything is delivered, so a message that cannot be encoded reaches nobody.
         let converted = match routes.iter().any(|r| r.convert) {
@@ -196,39 +230,36 @@ impl IntraPublisher {
                 (Some(bytes), true) => bytes.clone(),
                 _ => item.payload.clone(),
             };
-            route.subscription.push(Item {
-                payload,
-                info: item.info,
-                expires: item.expires,
-            });
+            route.subscription.push(Item { payload, ..*item });
         }
         Ok(())
     }
 }
 
 impl PublisherPort for IntraPublisher {
-    fn publish(&self, payload: Payload) -> Result<()> {
-        // Delivery is synchronous: sent and received are the same moment.
-        let now = SystemTime::now();
-        let item = Item {
+    fn publish(&self, payload: Payload) -> Result<(), DeliveryError<Payload>> {
+        let mut item = Item {
             payload,
-            info: MessageInfo {
-                source_timestamp: now,
-                received_timestamp: now,
-                publisher_gid: self.shared.gid,
-                publication_sequence_number: self.shared.sequence.fetch_add(1, Ordering::Relaxed)
-                    + 1,
-                reception_sequence_number: 0,
-                from_intra_process: true,
+            publisher: self.shared.gid,
+            sequence: self.shared.sequence.fetch_add(1, Ordering::Relaxed) + 1,
+            // Stamped in `fan_out`, when someone reads it.
+            source_ns: 0,
+            expires_ns: match self.shared.qos.lifespan {
+                Some(l) => monotonic_ns().saturating_add(l.as_nanos() as u64),
+                None => 0,
             },
-            expires: self.shared.qos.lifespan.map(|l| Instant::now() + l),
         };
         match &self.shared.history {
             // Held across the fan-out so a late joiner sees each message exactly once: either
             // in the replayed history or through its queue.
             Some(history) => {
                 let mut history = lock(history);
-                self.fan_out(&item)?;
+                if let Err(error) = self.fan_out(&mut item) {
+                    return Err(DeliveryError {
+                        error,
+                        value: item.payload,
+                    });
+                }
                 history.push_back(item);
                 if let Some(depth) = self.shared.depth {
                     while history.len() > depth {
@@ -237,7 +268,10 @@ impl PublisherPort for IntraPublisher {
                 }
                 Ok(())
             }
-            None => self.fan_out(&item),
+            None => self.fan_out(&mut item).map_err(|error| DeliveryError {
+                error,
+                value: item.payload,
+            }),
         }
     }
 
@@ -274,6 +308,8 @@ impl Drop for IntraPublisher {
 
 pub(super) struct SubscriptionShared {
     gid: Gid,
+    /// Whether its owner reads message info: publishers stamp messages only then.
+    reads_info: bool,
     pub(super) type_support: TypeSupport,
     pub(super) qos: QoSProfile,
     depth: Option<usize>,
@@ -288,13 +324,13 @@ struct QueueState {
     items: VecDeque<Item>,
     /// Replaced by newer ones in a full KeepLast history.
     lost: u64,
+    /// Messages ever pushed; numbers them (reception sequence numbers).
     received: u64,
 }
 
 impl QueueState {
-    fn push(&mut self, mut item: Item, depth: Option<usize>) {
+    fn push(&mut self, item: Item, depth: Option<usize>) {
         self.received += 1;
-        item.info.reception_sequence_number = self.received;
         self.items.push_back(item);
         if depth.is_some_and(|d| self.items.len() > d) {
             self.items.pop_front();
@@ -302,14 +338,17 @@ impl QueueState {
         }
     }
 
-    /// The oldest message whose lifespan has not ended.
-    fn pop(&mut self, now: &mut Option<Instant>) -> Option<Item> {
-        while let Some(item) = self.items.pop_front() {
+    /// The oldest message whose lifespan has not ended, with its info.
+    fn pop(&mut self, now: &mut Option<u64>) -> Option<(Payload, MessageInfo)> {
+        loop {
+            // Items leave only from the front, so the front one is number `received - len + 1`.
+            let reception = self.received - self.items.len() as u64 + 1;
+            let item = self.items.pop_front()?;
             if !item.expired(now) {
-                return Some(item);
+                let info = item.info(reception);
+                return Some((item.payload, info));
             }
         }
-        None
     }
 }
 
@@ -329,6 +368,8 @@ impl SubscriptionShared {
 }
 
 struct IntraSubscription {
+    /// Scratch for `take_batch`, kept to avoid an allocation per batch; only the taker locks it.
+    batch: Mutex<Vec<Item>>,
     topic: Arc<Topic>,
     shared: Arc<SubscriptionShared>,
     domain: Arc<Domain>,
@@ -359,6 +400,7 @@ pub(super) fn create_subscription(
         let depth = qos.depth()?;
         shared = Arc::new(SubscriptionShared {
             gid: Gid::next_local(),
+            reads_info: endpoint.reads_message_info,
             type_support: endpoint.type_support,
             qos,
             depth,
@@ -417,6 +459,7 @@ pub(super) fn create_subscription(
         shared.ready.ready();
     }
     Ok(Arc::new(IntraSubscription {
+        batch: Mutex::default(),
         topic,
         shared,
         domain: node.domain.clone(),
@@ -426,20 +469,28 @@ pub(super) fn create_subscription(
 
 impl SubscriptionPort for IntraSubscription {
     fn take(&self) -> Option<(Payload, MessageInfo)> {
-        let item = lock(&self.shared.queue).pop(&mut None)?;
-        Some((item.payload, item.info))
+        lock(&self.shared.queue).pop(&mut None)
     }
 
     fn take_batch(&self, max: usize, out: &mut Vec<(Payload, MessageInfo)>) -> bool {
-        let mut q = lock(&self.shared.queue);
+        // The queue lock is what the publishing thread waits for: under it only move the
+        // items out (a copy of 64 bytes each); infos and lifespans are looked at after.
+        let mut batch = lock(&self.batch);
+        let (first, more) = {
+            let mut q = lock(&self.shared.queue);
+            let n = max.min(q.items.len());
+            let first = q.received - q.items.len() as u64 + 1;
+            batch.extend(q.items.drain(..n));
+            (first, !q.items.is_empty())
+        };
         let mut now = None;
-        for _ in 0..max {
-            match q.pop(&mut now) {
-                Some(item) => out.push((item.payload, item.info)),
-                None => return false,
+        for (reception, item) in (first..).zip(batch.drain(..)) {
+            if !item.expired(&mut now) {
+                let info = item.info(reception);
+                out.push((item.payload, info));
             }
         }
-        !q.items.is_empty()
+        more
     }
 
     fn lost_count(&self) -> u64 {
@@ -495,7 +546,6 @@ mod tests {
     use super::*;
     use crate::interfaces::std_msgs::msg::Int64;
     use crate::transport::{IntraProcess, NodeName, NodePort, Transport};
-    use std::time::Duration;
 
     struct Quiet;
     impl ReadyHook for Quiet {
@@ -516,11 +566,21 @@ mod tests {
             name: name.into(),
             type_support: TypeSupport::of::<Int64>(),
             qos,
+            reads_message_info: false,
         }
     }
 
     fn int(data: i64) -> Payload {
         Payload::Shared(Arc::new(Int64 { data }))
+    }
+
+    #[test]
+    fn queued_messages_stay_small() {
+        assert!(
+            std::mem::size_of::<Item>() <= 64,
+            "{}",
+            std::mem::size_of::<Item>()
+        );
     }
 
     #[test]

@@ -69,9 +69,6 @@ pub enum Error {
         /// Why it could not be decoded.
         reason: String,
     },
-    /// A QoS event kind the transport never reports, for which a handler was registered.
-    #[error("the transport does not report {0} events")]
-    UnsupportedEvent(String),
     /// The service's handler failed (panicked) instead of answering this request.
     #[error("service {0:?} failed to answer the request")]
     ServiceFailed(String),

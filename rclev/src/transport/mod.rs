@@ -216,7 +216,7 @@ pub trait Transport: Send + Sync + 'static {
     fn graph(&self) -> GraphSnapshot;
     /// A receiver that sees every later graph change (`changed().await`).
     fn graph_changes(&self) -> watch::Receiver<u64>;
-    /// Whether the transport ever reports events of `kind` (rclcpp refuses to register a
-    /// handler for an unsupported kind; so does rclev).
+    /// Whether the transport ever reports events of `kind`; users ask through
+    /// `Node::supports_qos_event` before relying on one.
     fn supports_event(&self, kind: QosEventKind) -> bool;
 }

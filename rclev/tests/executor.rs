@@ -581,3 +581,60 @@ fn panicking_callback_is_isolated_and_reported() {
     let _ = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
     assert_eq!(*seen.lock().unwrap(), vec![0, 2, 3]);
 }
+
+/// Two async callbacks woken at once: while the first one's poll runs, `shutdown()` returns;
+/// the second must not resume afterwards (every poll of an async callback passes the worker's
+/// start fence, not only the first of a round).
+#[test]
+fn no_async_callback_resumes_after_shutdown_returned() {
+    use std::sync::atomic::AtomicBool;
+    let executor = Arc::new(Context::default().create_basic_executor());
+    let node = executor.create_node("probe").unwrap();
+    let down = Arc::new(AtomicBool::new(false));
+    let late = Arc::new(AtomicUsize::new(0));
+    let first_polls = Arc::new(AtomicUsize::new(0));
+    let (go_tx, go_rx) = tokio::sync::watch::channel(false);
+    let (d, l, p) = (down.clone(), late.clone(), first_polls.clone());
+    let _sub = node
+        .create_async_subscription::<Int64, _, _>(
+            "probe".qos(QoSProfile::default().keep_all()),
+            move |_m| {
+                let (d, l, p) = (d.clone(), l.clone(), p.clone());
+                let mut rx = go_rx.clone();
+                async move {
+                    p.fetch_add(1, Ordering::SeqCst);
+                    let _ = rx.wait_for(|go| *go).await;
+                    // Resumed: user code runs again.
+                    if d.load(Ordering::SeqCst) {
+                        l.fetch_add(1, Ordering::SeqCst);
+                    }
+                    // A long poll, during which shutdown() returns.
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+            },
+        )
+        .unwrap();
+    let publisher = node.create_publisher::<Int64>("probe").unwrap();
+    let e = executor.clone();
+    let spinner = std::thread::spawn(move || e.spin(SpinOptions::default()));
+    publisher.publish(Int64 { data: 0 }).unwrap();
+    publisher.publish(Int64 { data: 1 }).unwrap();
+    let started = Instant::now();
+    while first_polls.load(Ordering::SeqCst) < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the callbacks never started"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    go_tx.send(true).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    executor.shutdown();
+    down.store(true, Ordering::SeqCst);
+    let _ = spinner.join();
+    assert_eq!(
+        late.load(Ordering::SeqCst),
+        0,
+        "an async callback resumed after shutdown() returned"
+    );
+}

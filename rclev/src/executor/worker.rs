@@ -156,7 +156,7 @@ pub(crate) async fn run_worker(
                         &exec,
                     );
                     for fut in spawned.drain(..) {
-                        in_flight.push(fut);
+                        in_flight.push(fenced(fut, &mailbox, &exec));
                     }
                     rounds = rounds.wrapping_add(1);
                     if rounds.is_multiple_of(64) && poll_started.elapsed() >= POLL_BUDGET {
@@ -250,6 +250,28 @@ fn run_batch(
             }
         }
     }
+}
+
+/// An in-flight async callback whose every poll goes through the worker's start fence. A poll
+/// resumes user code, and one `poll_next` of the in-flight set may poll several futures, each
+/// after the previous one's poll ran for as long as it liked: the fence check before
+/// `poll_next` does not cover the later ones, which could resume after `shutdown()` returned.
+/// After shutdown the future is not polled again (the worker drops it when its loop ends).
+fn fenced(
+    mut fut: BoxFuture<'static, ()>,
+    mailbox: &Arc<Mailbox>,
+    exec: &Arc<WorkerHost>,
+) -> BoxFuture<'static, ()> {
+    let (mailbox, exec) = (mailbox.clone(), exec.clone());
+    Box::pin(poll_fn(move |cx| {
+        mailbox.fence.enter();
+        let stopped = exec.is_shut_down();
+        mailbox.fence.leave();
+        if stopped {
+            return Poll::Pending;
+        }
+        fut.poll_unpin(cx)
+    }))
 }
 
 /// Wraps an async callback so a panic inside it is reported instead of killing the worker task.

@@ -34,6 +34,25 @@ fn spin_for(executor: &rclev::Executor, d: Duration) {
     assert!(errors.is_empty(), "{errors:?}");
 }
 
+/// Spins until `count` exceeds `base`, for at most 5 s: a fast timer ticks within a few ms, but
+/// a loaded VM can stall the process (or one of its threads) for tens of ms, so a fixed short
+/// spin can legitimately see nothing. One continuous spin, so a wake-up lost on the worker's
+/// side is not papered over by re-opening the spin gate. Returns whether it ticked.
+fn spin_until_ticked(executor: &rclev::Executor, count: &Arc<AtomicU64>, base: u64) -> bool {
+    let c = count.clone();
+    let errors = executor.spin(
+        SpinOptions::default()
+            .until_promise_resolved(async move {
+                while c.load(Ordering::SeqCst) <= base {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            })
+            .timeout(Duration::from_secs(5)),
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    count.load(Ordering::SeqCst) > base
+}
+
 #[test]
 fn ticks_stay_on_the_grid_without_drift() {
     let executor = Context::default().create_basic_executor();
@@ -149,8 +168,7 @@ fn cancel_keeps_a_tombstone_that_reset_rearms() {
     let (timer, count) = counting_timer(&node, Duration::from_millis(1), false);
     assert_eq!(timer.period(), Duration::from_millis(1));
     assert!(timer.time_until_next_call().is_some());
-    spin_for(&executor, Duration::from_millis(30));
-    assert!(count.load(Ordering::SeqCst) > 0);
+    assert!(spin_until_ticked(&executor, &count, 0), "the timer never ticked");
 
     timer.cancel();
     assert!(timer.is_canceled());
@@ -168,9 +186,8 @@ fn cancel_keeps_a_tombstone_that_reset_rearms() {
     assert!(!timer.is_canceled());
     let next = timer.time_until_next_call().unwrap();
     assert!(next <= Duration::from_millis(1));
-    spin_for(&executor, Duration::from_millis(30));
     assert!(
-        count.load(Ordering::SeqCst) > at_cancel,
+        spin_until_ticked(&executor, &count, at_cancel),
         "reset did not re-arm"
     );
 }

@@ -168,7 +168,10 @@ fn cancel_keeps_a_tombstone_that_reset_rearms() {
     let (timer, count) = counting_timer(&node, Duration::from_millis(1), false);
     assert_eq!(timer.period(), Duration::from_millis(1));
     assert!(timer.time_until_next_call().is_some());
-    assert!(spin_until_ticked(&executor, &count, 0), "the timer never ticked");
+    assert!(
+        spin_until_ticked(&executor, &count, 0),
+        "the timer never ticked"
+    );
 
     timer.cancel();
     assert!(timer.is_canceled());

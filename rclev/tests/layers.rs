@@ -8,7 +8,7 @@
 //! | 2 | `clock`, `transport` |
 //! | 3 | executor core: `executor/{core,dispatch,mailbox,worker,fence}`, `node/callback` |
 //! | 4 | `timer` |
-//! | 5 | `context`, `executor/mod` (the `Executor`), `executor/sigint` (Ctrl-C during spins) |
+//! | 5 | `context`, `executor/mod` (the `Executor`), `executor/shared` (`ExecutorShared`), `executor/sigint` (Ctrl-C during spins) |
 //! | 6 | `node`, `logging` |
 //! | 7 | `action` |
 //!
@@ -42,6 +42,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("context.rs", 5),
     ("executor/mod.rs", 5),
     ("executor/sigint.rs", 5),
+    ("executor/shared.rs", 5),
     ("node/", 6),
     ("logging.rs", 6),
     ("action/", 7),

@@ -4,7 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::topic::{PublisherShared, SubscriptionShared};
+use super::subscription::SubscriptionShared;
+use super::topic::PublisherShared;
 use crate::qos::compat::QosRole;
 use crate::qos::{
     CountStatus, IncompatibleQosStatus, LivelinessChangedStatus, MatchedStatus, QoSProfile,

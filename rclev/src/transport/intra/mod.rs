@@ -26,6 +26,7 @@ use crate::sync::lock;
 
 mod matching;
 mod service;
+mod subscription;
 mod topic;
 
 /// The in-process transport. One instance is one "domain": endpoints created through the same
@@ -145,7 +146,7 @@ impl NodePort for IntraNode {
         ready: Arc<dyn ReadyHook>,
         events: Arc<dyn EventHook>,
     ) -> Result<Arc<dyn SubscriptionPort>> {
-        topic::create_subscription(self, endpoint, ready, events)
+        subscription::create_subscription(self, endpoint, ready, events)
     }
 
     fn create_service(

@@ -1,20 +1,21 @@
-//! Topics in process: matching publishers with subscriptions, fan-out, transient-local
-//! replay, lifespan, and the events that matching raises.
+//! Topics in process: the registry entry of a topic, the queued item, and the publishing side
+//! (matching a new publisher, stamping, fan-out, the transient-local history). The receiving
+//! side is in `subscription.rs`, pairing and its events in `matching.rs`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::matching::{fire, mismatch, pair, Pairing, Pending, Side, Status};
+use super::subscription::SubscriptionShared;
 use super::{Domain, IntraNode};
 use crate::error::{DeliveryError, Error, Result};
 use crate::qos::compat::QosRole;
 use crate::qos::{Durability, QoSProfile};
 use crate::sync::lock;
 use crate::transport::{
-    EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort,
-    TopicEndpoint, TypeSupport,
+    EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, TopicEndpoint, TypeSupport,
 };
 
 /// The endpoints of one topic name, of whatever types.
@@ -22,16 +23,16 @@ pub(super) struct Topic {
     /// Where the topic is listed, so it can unlist itself when its last endpoint goes.
     domain: Weak<Domain>,
     name: String,
-    endpoints: Mutex<TopicEndpoints>,
+    pub(super) endpoints: Mutex<TopicEndpoints>,
 }
 
 #[derive(Default)]
-struct TopicEndpoints {
-    publishers: Vec<Arc<PublisherShared>>,
-    subscriptions: Vec<Arc<SubscriptionShared>>,
+pub(super) struct TopicEndpoints {
+    pub(super) publishers: Vec<Arc<PublisherShared>>,
+    pub(super) subscriptions: Vec<Arc<SubscriptionShared>>,
 }
 
-fn topic(domain: &Arc<Domain>, name: &str) -> Arc<Topic> {
+pub(super) fn topic(domain: &Arc<Domain>, name: &str) -> Arc<Topic> {
     let mut reg = lock(&domain.registry);
     if let Some(topic) = reg.topics.get(name).and_then(Weak::upgrade) {
         return topic;
@@ -66,8 +67,8 @@ impl Drop for Topic {
 /// of them for a keep-all subscription, and the queue's memory traffic is the cost of a
 /// publish. The [`MessageInfo`] is built when the message is taken.
 #[derive(Clone)]
-struct Item {
-    payload: Payload,
+pub(super) struct Item {
+    pub(super) payload: Payload,
     publisher: Gid,
     sequence: u64,
     /// Source timestamp, nanoseconds since the Unix epoch.
@@ -85,12 +86,12 @@ fn monotonic_ns() -> u64 {
 }
 
 impl Item {
-    fn expired(&self, now: &mut Option<u64>) -> bool {
+    pub(super) fn expired(&self, now: &mut Option<u64>) -> bool {
         self.expires_ns != 0 && self.expires_ns <= *now.get_or_insert_with(monotonic_ns)
     }
 
     /// The info a subscription gets with the message; `reception` is its number there.
-    fn info(&self, reception: u64) -> MessageInfo {
+    pub(super) fn info(&self, reception: u64) -> MessageInfo {
         // Delivery is synchronous: sent and received are the same moment.
         let stamp = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.source_ns.max(0) as u64);
         MessageInfo {
@@ -105,9 +106,9 @@ impl Item {
 }
 
 /// Where a publisher delivers.
-struct Route {
-    subscription: Arc<SubscriptionShared>,
-    convert: bool,
+pub(super) struct Route {
+    pub(super) subscription: Arc<SubscriptionShared>,
+    pub(super) convert: bool,
 }
 
 pub(super) struct PublisherShared {
@@ -116,10 +117,10 @@ pub(super) struct PublisherShared {
     pub(super) qos: QoSProfile,
     sequence: AtomicU64,
     /// The last `depth` messages, kept for late-joining transient-local subscriptions.
-    history: Option<Mutex<VecDeque<Item>>>,
+    pub(super) history: Option<Mutex<VecDeque<Item>>>,
     depth: Option<usize>,
     /// The subscriptions it matches. Written only under the topic lock.
-    matched: RwLock<Vec<Route>>,
+    pub(super) matched: RwLock<Vec<Route>>,
     status: Mutex<Status>,
     events: Arc<dyn EventHook>,
 }
@@ -200,7 +201,7 @@ fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     l.read().unwrap_or_else(|p| p.into_inner())
 }
 
-fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+pub(super) fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -306,246 +307,11 @@ impl Drop for IntraPublisher {
     }
 }
 
-pub(super) struct SubscriptionShared {
-    gid: Gid,
-    /// Whether its owner reads message info: publishers stamp messages only then.
-    reads_info: bool,
-    pub(super) type_support: TypeSupport,
-    pub(super) qos: QoSProfile,
-    depth: Option<usize>,
-    queue: Mutex<QueueState>,
-    ready: Arc<dyn ReadyHook>,
-    status: Mutex<Status>,
-    events: Arc<dyn EventHook>,
-}
-
-#[derive(Default)]
-struct QueueState {
-    items: VecDeque<Item>,
-    /// Replaced by newer ones in a full KeepLast history.
-    lost: u64,
-    /// Messages ever pushed; numbers them (reception sequence numbers).
-    received: u64,
-}
-
-impl QueueState {
-    fn push(&mut self, item: Item, depth: Option<usize>) {
-        self.received += 1;
-        self.items.push_back(item);
-        if depth.is_some_and(|d| self.items.len() > d) {
-            self.items.pop_front();
-            self.lost += 1;
-        }
-    }
-
-    /// The oldest message whose lifespan has not ended, with its info.
-    fn pop(&mut self, now: &mut Option<u64>) -> Option<(Payload, MessageInfo)> {
-        loop {
-            // Items leave only from the front, so the front one is number `received - len + 1`.
-            let reception = self.received - self.items.len() as u64 + 1;
-            let item = self.items.pop_front()?;
-            if !item.expired(now) {
-                let info = item.info(reception);
-                return Some((item.payload, info));
-            }
-        }
-    }
-}
-
-impl SubscriptionShared {
-    pub(super) fn side(&self) -> Side<'_> {
-        Side {
-            role: QosRole::Subscription,
-            status: &self.status,
-            events: &self.events,
-        }
-    }
-
-    fn push(&self, item: Item) {
-        lock(&self.queue).push(item, self.depth);
-        self.ready.ready();
-    }
-}
-
-struct IntraSubscription {
-    /// Scratch for `take_batch`, kept to avoid an allocation per batch; only the taker locks it.
-    batch: Mutex<Vec<Item>>,
-    topic: Arc<Topic>,
-    shared: Arc<SubscriptionShared>,
-    domain: Arc<Domain>,
-    closed: AtomicBool,
-}
-
-pub(super) fn create_subscription(
-    node: &IntraNode,
-    endpoint: &TopicEndpoint,
-    ready: Arc<dyn ReadyHook>,
-    events: Arc<dyn EventHook>,
-) -> Result<Arc<dyn SubscriptionPort>> {
-    endpoint.qos.validate()?;
-    let topic = topic(&node.domain, &endpoint.name);
-    let mut pending = Pending::new();
-    let mut replayed = false;
-    let shared;
-    {
-        let mut endpoints = lock(&topic.endpoints);
-        // `BestAvailable` adapts to the publishers of this type present now, as in rmw.
-        let offers: Vec<QoSProfile> = endpoints
-            .publishers
-            .iter()
-            .filter(|p| p.type_support.same_interface(&endpoint.type_support))
-            .map(|p| p.qos)
-            .collect();
-        let qos = endpoint.qos.resolve(QosRole::Subscription, &offers);
-        let depth = qos.depth()?;
-        shared = Arc::new(SubscriptionShared {
-            gid: Gid::next_local(),
-            reads_info: endpoint.reads_message_info,
-            type_support: endpoint.type_support,
-            qos,
-            depth,
-            queue: Mutex::default(),
-            ready,
-            status: Mutex::default(),
-            events,
-        });
-        let late_joiner = qos.durability == Durability::TransientLocal;
-        for p in &endpoints.publishers {
-            let pairing = pair(p, &shared);
-            let Pairing::Match { convert } = pairing else {
-                mismatch(p, &shared, &pairing, &mut pending);
-                continue;
-            };
-            // The publisher's history lock held while replaying and joining: each of its
-            // messages is seen exactly once, replayed or queued by a later publish.
-            let history = p.history.as_ref().filter(|_| late_joiner).map(lock);
-            if let Some(history) = &history {
-                let mut now = None;
-                let mut queue = lock(&shared.queue);
-                for item in history.iter().filter(|i| !i.expired(&mut now)) {
-                    let mut item = item.clone();
-                    if convert {
-                        let mut buf = Vec::new();
-                        match item.payload.cdr(&p.type_support, &mut buf) {
-                            Ok(_) => item.payload = Payload::Serialized(buf),
-                            // It was encoded when published; cannot fail now.
-                            Err(_) => continue,
-                        }
-                    }
-                    queue.push(item, depth);
-                    replayed = true;
-                }
-            }
-            write(&p.matched).push(Route {
-                subscription: shared.clone(),
-                convert,
-            });
-            drop(history);
-            p.side().matched(true, &mut pending);
-            shared.side().matched(true, &mut pending);
-        }
-        endpoints.subscriptions.push(shared.clone());
-    }
-    fire(pending);
-    node.domain.announce(node.endpoint_info(
-        &endpoint.name,
-        EndpointKind::Subscription,
-        endpoint.type_support.info.type_name,
-        endpoint.type_support.info.hash,
-        shared.gid,
-        shared.qos,
-    ));
-    if replayed {
-        shared.ready.ready();
-    }
-    Ok(Arc::new(IntraSubscription {
-        batch: Mutex::default(),
-        topic,
-        shared,
-        domain: node.domain.clone(),
-        closed: AtomicBool::new(false),
-    }))
-}
-
-impl SubscriptionPort for IntraSubscription {
-    fn take(&self) -> Option<(Payload, MessageInfo)> {
-        lock(&self.shared.queue).pop(&mut None)
-    }
-
-    fn take_batch(&self, max: usize, out: &mut Vec<(Payload, MessageInfo)>) -> bool {
-        // The queue lock is what the publishing thread waits for: under it only move the
-        // items out (a copy of 64 bytes each); infos and lifespans are looked at after.
-        let mut batch = lock(&self.batch);
-        let (first, more) = {
-            let mut q = lock(&self.shared.queue);
-            let n = max.min(q.items.len());
-            let first = q.received - q.items.len() as u64 + 1;
-            batch.extend(q.items.drain(..n));
-            (first, !q.items.is_empty())
-        };
-        let mut now = None;
-        for (reception, item) in (first..).zip(batch.drain(..)) {
-            if !item.expired(&mut now) {
-                let info = item.info(reception);
-                out.push((item.payload, info));
-            }
-        }
-        more
-    }
-
-    fn lost_count(&self) -> u64 {
-        lock(&self.shared.queue).lost
-    }
-
-    fn publisher_count(&self) -> usize {
-        lock(&self.shared.status).matched_current as usize
-    }
-
-    fn gid(&self) -> Gid {
-        self.shared.gid
-    }
-
-    fn qos(&self) -> QoSProfile {
-        self.shared.qos
-    }
-
-    fn close(&self) {
-        if self.closed.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let mut pending = Pending::new();
-        {
-            let mut endpoints = lock(&self.topic.endpoints);
-            endpoints
-                .subscriptions
-                .retain(|s| !Arc::ptr_eq(s, &self.shared));
-            for p in &endpoints.publishers {
-                let mut routes = write(&p.matched);
-                let before = routes.len();
-                routes.retain(|r| !Arc::ptr_eq(&r.subscription, &self.shared));
-                if routes.len() < before {
-                    drop(routes);
-                    p.side().matched(false, &mut pending);
-                    self.shared.side().matched(false, &mut pending);
-                }
-            }
-        }
-        fire(pending);
-        self.domain.withdraw(self.shared.gid);
-    }
-}
-
-impl Drop for IntraSubscription {
-    fn drop(&mut self) {
-        self.close();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::interfaces::std_msgs::msg::Int64;
-    use crate::transport::{IntraProcess, NodeName, NodePort, Transport};
+    use crate::transport::{IntraProcess, NodeName, NodePort, ReadyHook, Transport};
 
     struct Quiet;
     impl ReadyHook for Quiet {

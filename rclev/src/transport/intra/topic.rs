@@ -93,7 +93,11 @@ impl Item {
     /// The info a subscription gets with the message; `reception` is its number there.
     pub(super) fn info(&self, reception: u64) -> MessageInfo {
         // Delivery is synchronous: sent and received are the same moment.
-        let stamp = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.source_ns.max(0) as u64);
+        // Unstamped (nobody read info at publish): the epoch, without the division.
+        let stamp = match self.source_ns {
+            0 => SystemTime::UNIX_EPOCH,
+            ns => SystemTime::UNIX_EPOCH + Duration::from_nanos(ns.max(0) as u64),
+        };
         MessageInfo {
             source_timestamp: stamp,
             received_timestamp: stamp,

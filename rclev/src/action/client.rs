@@ -18,7 +18,8 @@ use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BAT
 use crate::interfaces::action_msgs::msg::{GoalInfo, GoalStatusArray};
 use crate::interfaces::action_msgs::srv::{CancelGoal, CancelGoal_Request, CancelGoal_Response};
 use crate::msg::{ActionType, GetResultResponse, Message, SendGoalResponse};
-use crate::node::entity::{bind_entity, decode, decode_owned};
+use crate::node::entity::{bind_entity, decode, decode_owned, report_malformed};
+use crate::node::graph::wait_on_graph;
 use crate::node::WorkerCore;
 use crate::sync::lock;
 use crate::transport::{ClientPort, Payload, ReadyHook, SubscriptionPort};
@@ -153,31 +154,10 @@ impl<A: ActionType> ActionClientState<A> {
     /// [`Error::Shutdown`] if the executor shuts down first. Needs a Tokio runtime when a
     /// timeout is given.
     pub async fn wait_for_server(&self, timeout: Option<std::time::Duration>) -> Result<()> {
-        let mut changes = self.inner.graph.clone();
-        let wait = async {
-            loop {
-                // Marked seen before the check: a change after it wakes the wait below.
-                changes.borrow_and_update();
-                if self.server_is_available() {
-                    return Ok(());
-                }
-                if changes.changed().await.is_err() {
-                    return Err(Error::Transport("the transport has shut down".into()));
-                }
-            }
-        };
-        let bounded = async {
-            match timeout {
-                None => wait.await,
-                Some(after) => tokio::time::timeout(after, wait).await.unwrap_or_else(|_| {
-                    Err(Error::Timeout {
-                        what: format!("waiting for action server {:?}", self.inner.name),
-                        after,
-                    })
-                }),
-            }
-        };
-        self.inner.life.unless_ended(bounded).await
+        let inner = &self.inner;
+        let what = || format!("waiting for action server {:?}", inner.name);
+        let ready = || self.server_is_available();
+        wait_on_graph(inner.graph.clone(), &inner.life, what, timeout, ready).await
     }
 
     /// Sends a goal. Resolves to a handle when the server accepts it, to
@@ -259,12 +239,7 @@ impl<A: ActionType> ClientInner<A> {
 
     /// Reports a message that could not be decoded; returns the error for its waiter.
     fn malformed(&self, reason: String) -> Error {
-        let error = Error::MalformedMessage {
-            topic: self.name.clone(),
-            reason,
-        };
-        self.host.report(error.clone());
-        error
+        report_malformed(&self.host, &self.name, reason)
     }
 
     fn take_responses<T: Message>(&self, port: &dyn ClientPort, waiters: &Waiters<T>) -> bool {

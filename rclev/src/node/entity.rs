@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use super::worker::WorkerCore;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::executor::core::WorkerHost;
 use crate::executor::dispatch::{EntityDispatch, Executable};
 use crate::msg::Message;
 use crate::qos::IntoPrimitiveOptions;
@@ -79,4 +80,15 @@ pub(crate) fn decode<T: Message>(payload: Payload) -> std::result::Result<Arc<T>
 /// for in-process requests and responses).
 pub(crate) fn decode_owned<T: Message>(payload: Payload) -> std::result::Result<T, String> {
     decode::<T>(payload).map(|arc| Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone()))
+}
+
+/// Reports a message on `name` that could not be decoded to the executor's error handler, and
+/// returns the error for whoever waited for the message.
+pub(crate) fn report_malformed(host: &WorkerHost, name: &str, reason: String) -> Error {
+    let error = Error::MalformedMessage {
+        topic: name.to_string(),
+        reason,
+    };
+    host.report(error.clone());
+    error
 }

@@ -1,7 +1,12 @@
 //! Graph queries of a node: what the transport knows about other nodes and their endpoints.
 
+use std::time::Duration;
+
+use tokio::sync::watch;
+
 use super::NodeState;
-use crate::error::Result;
+use crate::clock::Lifeline;
+use crate::error::{Error, Result};
 use crate::qos::QosEventKind;
 use crate::transport::{EndpointInfo, EndpointKind, GraphSnapshot, NodeName};
 
@@ -72,4 +77,41 @@ impl NodeState {
     pub fn supports_qos_event(&self, kind: QosEventKind) -> bool {
         self.core.exec.context().transport().supports_event(kind)
     }
+}
+
+/// Waits until `ready()` holds, re-checking it on every graph change (no polling), at most
+/// `timeout` ([`Error::Timeout`] about `what` then; `None`: no limit), and with
+/// [`Error::Shutdown`] once `life` ends. What `wait_for_service` and `wait_for_server` are
+/// made of. Needs a Tokio runtime when a timeout is given.
+pub(crate) async fn wait_on_graph(
+    mut changes: watch::Receiver<u64>,
+    life: &Lifeline,
+    what: impl FnOnce() -> String,
+    timeout: Option<Duration>,
+    ready: impl Fn() -> bool,
+) -> Result<()> {
+    let wait = async {
+        loop {
+            // Marked seen before the check: a change after it wakes the wait below.
+            changes.borrow_and_update();
+            if ready() {
+                return Ok(());
+            }
+            if changes.changed().await.is_err() {
+                return Err(Error::Transport("the transport has shut down".into()));
+            }
+        }
+    };
+    let bounded = async {
+        match timeout {
+            None => wait.await,
+            Some(after) => tokio::time::timeout(after, wait).await.unwrap_or_else(|_| {
+                Err(Error::Timeout {
+                    what: what(),
+                    after,
+                })
+            }),
+        }
+    };
+    life.unless_ended(bounded).await
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 pub(crate) mod callback;
 pub(crate) mod entity;
 mod events;
-mod graph;
+pub(crate) mod graph;
 mod guard;
 pub(crate) mod names;
 mod options;

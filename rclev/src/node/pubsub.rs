@@ -9,10 +9,11 @@ use futures::task::AtomicWaker;
 use futures::Stream;
 
 use super::callback::Callback;
-use super::entity::{bind_entity, decode, topic_endpoint};
+use super::entity::{self, bind_entity, decode, topic_endpoint};
 use super::events::EventSink;
 use super::worker::WorkerCore;
 use crate::error::{DeliveryError, Error, Result};
+use crate::executor::core::WorkerHost;
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
 use crate::executor::fence::CallGate;
 use crate::msg::Message;
@@ -173,17 +174,9 @@ pub(crate) fn create_subscription<T: Message>(
 }
 
 /// Counts and reports a message that could not be decoded; the subscription goes on.
-fn report_malformed(
-    counter: &AtomicU64,
-    host: &crate::executor::core::WorkerHost,
-    topic: &str,
-    reason: String,
-) {
+fn report_malformed(counter: &AtomicU64, host: &WorkerHost, topic: &str, reason: String) {
     counter.fetch_add(1, Ordering::Relaxed);
-    host.report(Error::MalformedMessage {
-        topic: topic.to_string(),
-        reason,
-    });
+    entity::report_malformed(host, topic, reason);
 }
 
 impl<T: Message> SubscriptionState<T> {

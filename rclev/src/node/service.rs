@@ -10,7 +10,8 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
-use super::entity::{bind_entity, decode_owned, service_endpoint};
+use super::entity::{bind_entity, decode_owned, report_malformed, service_endpoint};
+use super::graph::wait_on_graph;
 use super::worker::WorkerCore;
 use crate::error::{panic_message, Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
@@ -107,10 +108,7 @@ impl<S: ServiceType> Executable for ServiceEntity<S> {
                 Ok(request) => request,
                 Err(reason) => {
                     self.port.abandon_request(id);
-                    self.worker.exec.host().report(Error::MalformedMessage {
-                        topic: self.name.clone(),
-                        reason,
-                    });
+                    report_malformed(self.worker.exec.host(), &self.name, reason);
                     continue;
                 }
             };
@@ -282,31 +280,9 @@ impl<S: ServiceType> ClientState<S> {
     /// waits without limit). Woken by graph changes, not polling. [`Error::Shutdown`] if the
     /// executor shuts down first. Needs a Tokio runtime when a timeout is given.
     pub async fn wait_for_service(&self, timeout: Option<Duration>) -> Result<()> {
-        let mut changes = self.graph.clone();
-        let wait = async {
-            loop {
-                // Marked seen before the check: a change after it wakes the wait below.
-                changes.borrow_and_update();
-                if self.port.service_is_ready() {
-                    return Ok(());
-                }
-                if changes.changed().await.is_err() {
-                    return Err(Error::Transport("the transport has shut down".into()));
-                }
-            }
-        };
-        let bounded = async {
-            match timeout {
-                None => wait.await,
-                Some(after) => tokio::time::timeout(after, wait).await.unwrap_or_else(|_| {
-                    Err(Error::Timeout {
-                        what: format!("waiting for service {:?}", self.name),
-                        after,
-                    })
-                }),
-            }
-        };
-        self.life.unless_ended(bounded).await
+        let what = || format!("waiting for service {:?}", self.name);
+        let ready = || self.port.service_is_ready();
+        wait_on_graph(self.graph.clone(), &self.life, what, timeout, ready).await
     }
 
     /// The fully qualified service name.
@@ -327,14 +303,8 @@ impl<S: ServiceType> Executable for ClientState<S> {
                 return;
             };
             let response = response.and_then(|payload| {
-                decode_owned::<S::Response>(payload).map_err(|reason| {
-                    let error = Error::MalformedMessage {
-                        topic: self.name.clone(),
-                        reason,
-                    };
-                    self.host.report(error.clone());
-                    error
-                })
+                decode_owned::<S::Response>(payload)
+                    .map_err(|reason| report_malformed(&self.host, &self.name, reason))
             });
             if let Some(tx) = lock(&self.pending).remove(&seq) {
                 let _ = tx.send(response);

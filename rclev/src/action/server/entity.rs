@@ -13,7 +13,7 @@ use crate::action::{GoalState, GoalUuid};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
 use crate::interfaces::action_msgs::msg::{GoalInfo, GoalStatus, GoalStatusArray};
 use crate::msg::ActionType;
-use crate::node::entity::decode_owned;
+use crate::node::entity::{decode_owned, report_malformed};
 use crate::node::WorkerCore;
 use crate::sync::lock;
 use crate::timer::Timer;
@@ -113,13 +113,7 @@ impl<A: ActionType> ServerInner<A> {
     /// A request that could not be decoded: abandoned and reported.
     fn malformed(&self, port: &dyn ServicePort, id: RequestId, reason: String) {
         port.abandon_request(id);
-        self.worker
-            .exec
-            .host()
-            .report(crate::Error::MalformedMessage {
-                topic: self.name.clone(),
-                reason,
-            });
+        report_malformed(self.worker.exec.host(), &self.name, reason);
     }
 }
 

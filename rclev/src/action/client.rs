@@ -19,6 +19,7 @@ use crate::interfaces::action_msgs::msg::{GoalInfo, GoalStatusArray};
 use crate::interfaces::action_msgs::srv::{CancelGoal, CancelGoal_Request, CancelGoal_Response};
 use crate::msg::{ActionType, GetResultResponse, Message, SendGoalResponse};
 use crate::node::entity::{bind_entity, decode, decode_owned, report_malformed};
+use crate::node::events::WarningHook;
 use crate::node::graph::wait_on_graph;
 use crate::node::WorkerCore;
 use crate::sync::lock;
@@ -83,12 +84,12 @@ pub(crate) fn create_action_client<A: ActionType>(
         let feedback = port.create_subscription(
             &action_topic::<A::FeedbackMessage>(core, &full, "feedback", client_feedback_qos())?,
             hook(),
-            Arc::new(()),
+            Arc::new(WarningHook(format!("action client {full}"))),
         )?;
         let status = port.create_subscription(
             &action_topic::<GoalStatusArray>(core, &full, "status", status_qos())?,
             hook(),
-            Arc::new(()),
+            Arc::new(WarningHook(format!("action client {full}"))),
         )?;
         Ok(Arc::new(ClientInner {
             name: full.clone(),

@@ -55,14 +55,30 @@ impl EventSink {
     }
 }
 
+/// The default for endpoints without a handler: warn about the events that mean two
+/// endpoints silently do not talk, as rclcpp does; ignore the rest.
+fn warn_by_default(label: &str, event: QosEvent) {
+    if event.is_warning() {
+        tracing::warn!(target: "rclev", "{label}: {event:?}");
+    }
+}
+
+/// The events of an endpoint that has no handler of its own (a subscription stream, an
+/// action's endpoints): warnings only.
+pub(crate) struct WarningHook(pub(crate) String);
+
+impl EventHook for WarningHook {
+    fn event(&self, event: QosEvent) {
+        warn_by_default(&self.0, event);
+    }
+}
+
 impl EventHook for EventSink {
     fn event(&self, event: QosEvent) {
         let mut state = lock(&self.state);
         if !state.has_handler {
             drop(state);
-            if event.is_warning() {
-                tracing::warn!(target: "rclev", "{}: {:?}", self.label, event);
-            }
+            warn_by_default(&self.label, event);
             return;
         }
         let mut event = Some(event);

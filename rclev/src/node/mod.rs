@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 // Crate-visible: callbacks belong to the executor-core layer, which timers use (tests/layers.rs).
 pub(crate) mod callback;
 pub(crate) mod entity;
-mod events;
+pub(crate) mod events;
 pub(crate) mod graph;
 mod guard;
 pub(crate) mod names;

@@ -10,7 +10,7 @@ use futures::Stream;
 
 use super::callback::Callback;
 use super::entity::{self, bind_entity, decode, topic_endpoint};
-use super::events::EventSink;
+use super::events::{EventSink, WarningHook};
 use super::worker::WorkerCore;
 use crate::error::{DeliveryError, Error, Result};
 use crate::executor::core::WorkerHost;
@@ -315,10 +315,14 @@ impl<T: Message> SubscriptionStream<T> {
         // `try_recv` and `recv_with_info` hand out the info.
         endpoint.reads_message_info = true;
         let hook = Arc::new(StreamHook::default());
-        let port = core
-            .node
-            .port
-            .create_subscription(&endpoint, hook.clone(), Arc::new(()))?;
+        let port = core.node.port.create_subscription(
+            &endpoint,
+            hook.clone(),
+            Arc::new(WarningHook(format!(
+                "subscription stream {}",
+                endpoint.name
+            ))),
+        )?;
         let life = core.exec.life().clone();
         Ok(Self {
             port,

@@ -19,11 +19,6 @@ pub enum Payload {
 }
 
 impl Payload {
-    /// A shared payload of `msg`.
-    pub fn shared<T: Message>(msg: Arc<T>) -> Self {
-        Payload::Shared(msg)
-    }
-
     /// The CDR bytes of the payload: borrowed when serialized already, else written with
     /// `type_support` into `buf`.
     pub fn cdr<'a>(&'a self, type_support: &TypeSupport, buf: &'a mut Vec<u8>) -> Result<&'a [u8]> {

@@ -40,6 +40,7 @@ use crate::interfaces::action_msgs::msg::GoalStatusArray;
 use crate::interfaces::action_msgs::srv::CancelGoal;
 use crate::msg::ActionType;
 use crate::node::entity::bind_entity;
+use crate::node::events::WarningHook;
 use crate::node::WorkerCore;
 use crate::sync::lock;
 use callbacks::{CancelFn, GoalFn, Handlers};
@@ -102,11 +103,11 @@ pub(crate) fn create_action_server<A: ActionType>(
         )?;
         let feedback = port.create_publisher(
             &action_topic::<A::FeedbackMessage>(core, &full, "feedback", feedback_qos())?,
-            Arc::new(()),
+            Arc::new(WarningHook(format!("action server {full}"))),
         )?;
         let status = port.create_publisher(
             &action_topic::<GoalStatusArray>(core, &full, "status", status_qos())?,
-            Arc::new(()),
+            Arc::new(WarningHook(format!("action server {full}"))),
         )?;
         Ok(Arc::new_cyclic(|me| ServerInner {
             name: full.clone(),

@@ -175,12 +175,11 @@ impl NodeState {
             let created = pubsub::create_subscription(
                 &self.core,
                 "/clock".qos(QoSProfile::clock()),
-                Callback::plain(
-                    move |(m, _): (Arc<crate::interfaces::rosgraph_msgs::msg::Clock>, _)| {
+                pubsub::SubscriptionCallback::Message(Callback::plain(
+                    move |m: Arc<crate::interfaces::rosgraph_msgs::msg::Clock>| {
                         s.set_sim_time(m.clock.as_nanos())
                     },
-                ),
-                false,
+                )),
             );
             match created {
                 Ok(created) => *sub = Some(created),
@@ -303,7 +302,7 @@ impl NodeState {
     pub fn create_subscription<T: Message, F>(
         &self,
         options: impl IntoPrimitiveOptions,
-        mut callback: F,
+        callback: F,
     ) -> Result<Subscription<T>>
     where
         F: FnMut(Arc<T>) + Send + 'static,
@@ -311,8 +310,7 @@ impl NodeState {
         pubsub::create_subscription(
             &self.core,
             options,
-            Callback::plain(move |(m, _)| callback(m)),
-            false,
+            pubsub::SubscriptionCallback::Message(Callback::plain(callback)),
         )
     }
 
@@ -331,8 +329,9 @@ impl NodeState {
         pubsub::create_subscription(
             &self.core,
             options,
-            Callback::plain(move |(m, info)| callback(m, info)),
-            true,
+            pubsub::SubscriptionCallback::WithInfo(Callback::plain(move |(m, info)| {
+                callback(m, info)
+            })),
         )
     }
 
@@ -340,7 +339,7 @@ impl NodeState {
     pub fn create_async_subscription<T: Message, F, Fut>(
         &self,
         options: impl IntoPrimitiveOptions,
-        mut callback: F,
+        callback: F,
     ) -> Result<Subscription<T>>
     where
         F: FnMut(Arc<T>) -> Fut + Send + 'static,
@@ -349,8 +348,7 @@ impl NodeState {
         pubsub::create_subscription(
             &self.core,
             options,
-            Callback::asynchronous(move |(m, _)| callback(m)),
-            false,
+            pubsub::SubscriptionCallback::Message(Callback::asynchronous(callback)),
         )
     }
 

@@ -107,11 +107,20 @@ impl<T: Message> PublisherState<T> {
     }
 }
 
-/// A message taken from the transport.
-type Taken = (Payload, MessageInfo);
+/// A subscription's callback, by what it gets.
+pub(crate) enum SubscriptionCallback<T> {
+    /// The message only: the transport is not asked for message infos (most callbacks).
+    Message(Callback<Arc<T>>),
+    /// The message and its [`MessageInfo`].
+    WithInfo(Callback<(Arc<T>, MessageInfo)>),
+}
 
-/// A subscription's callback: gets the message and its info (most callbacks ignore the info).
-type SubscriptionCallback<T> = Callback<(Arc<T>, MessageInfo)>;
+/// The callback with the buffer its batches are taken into (kept to avoid an allocation per
+/// round).
+enum Receiver<T> {
+    Message(Callback<Arc<T>>, Vec<Payload>),
+    WithInfo(Callback<(Arc<T>, MessageInfo)>, Vec<(Payload, MessageInfo)>),
+}
 
 /// A subscription that runs a callback on its worker for every message. Dropping it (the last
 /// [`Subscription`] handle) unsubscribes at once: even if its callback is running on a worker
@@ -131,9 +140,8 @@ struct SubscriptionEntity<T: Message> {
     /// Raised while a callback is being started or runs; the handle's drop waits it out.
     gate: CallGate,
     dispatch: Arc<EntityDispatch>,
-    /// The callback, with the batch buffer it is fed from (kept to avoid an allocation per
-    /// round; only the worker running this entity locks it).
-    receiver: Mutex<(SubscriptionCallback<T>, Vec<Taken>)>,
+    /// Only the worker running this entity locks it.
+    receiver: Mutex<Receiver<T>>,
     label: String,
     topic: String,
     worker: Arc<WorkerCore>,
@@ -146,10 +154,15 @@ pub(crate) fn create_subscription<T: Message>(
     core: &Arc<WorkerCore>,
     options: impl IntoPrimitiveOptions,
     callback: SubscriptionCallback<T>,
-    reads_message_info: bool,
 ) -> Result<Subscription<T>> {
     let mut endpoint = topic_endpoint::<T>(core, options)?;
-    endpoint.reads_message_info = reads_message_info;
+    let receiver = match callback {
+        SubscriptionCallback::Message(f) => Receiver::Message(f, Vec::with_capacity(MAX_BATCH)),
+        SubscriptionCallback::WithInfo(f) => {
+            endpoint.reads_message_info = true;
+            Receiver::WithInfo(f, Vec::with_capacity(MAX_BATCH))
+        }
+    };
     let label = format!("subscription {}", endpoint.name);
     let events = EventSink::create(core, label.clone())?;
     let sub = bind_entity(core, true, |dispatch| {
@@ -164,7 +177,7 @@ pub(crate) fn create_subscription<T: Message>(
             closed: AtomicBool::new(false),
             gate: CallGate::default(),
             dispatch,
-            receiver: Mutex::new((callback, Vec::with_capacity(MAX_BATCH))),
+            receiver: Mutex::new(receiver),
             label,
             topic: endpoint.name.clone(),
             worker: core.clone(),
@@ -225,16 +238,17 @@ impl<T: Message> Drop for SubscriptionState<T> {
     }
 }
 
-impl<T: Message> Executable for SubscriptionEntity<T> {
-    fn execute(&self, cx: &mut ExecContext<'_>) {
-        let mut receiver = lock(&self.receiver);
-        let (callback, batch) = &mut *receiver;
-        // One lock for the batch, so a fast publisher and the worker do not take turns on the
-        // queue's mutex for every message.
-        let more = self.port.take_batch(MAX_BATCH, batch);
+impl<T: Message> SubscriptionEntity<T> {
+    /// Decodes and delivers a taken batch, `arg` making each callback argument.
+    fn deliver<I, A: 'static>(
+        &self,
+        cx: &mut ExecContext<'_>,
+        callback: &mut Callback<A>,
+        taken: impl Iterator<Item = (Payload, I)>,
+        arg: impl Fn(Arc<T>, I) -> A,
+    ) {
         let host = self.worker.exec.host();
-        for (payload, info) in batch.drain(..) {
-            let still_subscribed = || !self.closed.load(Ordering::SeqCst);
+        for (payload, info) in taken {
             let msg = match decode::<T>(payload) {
                 Ok(msg) => msg,
                 Err(reason) => {
@@ -242,22 +256,40 @@ impl<T: Message> Executable for SubscriptionEntity<T> {
                     continue;
                 }
             };
-            if callback
-                .call(
-                    cx,
-                    &self.label,
-                    host,
-                    (msg, info),
-                    Some(&self.gate),
-                    still_subscribed,
-                )
-                .is_err()
-            {
+            let still_subscribed = || !self.closed.load(Ordering::SeqCst);
+            let call = callback.call(
+                cx,
+                &self.label,
+                host,
+                arg(msg, info),
+                Some(&self.gate),
+                still_subscribed,
+            );
+            if call.is_err() {
                 // Unsubscribed or shut down: the rest of the batch goes too (dropping the
-                // `Drain` empties the buffer).
+                // iterator empties the buffer it drains).
                 break;
             }
         }
+    }
+}
+
+impl<T: Message> Executable for SubscriptionEntity<T> {
+    fn execute(&self, cx: &mut ExecContext<'_>) {
+        // One lock for the batch, so a fast publisher and the worker do not take turns on the
+        // queue's mutex for every message.
+        let more = match &mut *lock(&self.receiver) {
+            Receiver::Message(callback, batch) => {
+                let more = self.port.take_payloads(MAX_BATCH, batch);
+                self.deliver(cx, callback, batch.drain(..).map(|p| (p, ())), |m, ()| m);
+                more
+            }
+            Receiver::WithInfo(callback, batch) => {
+                let more = self.port.take_batch(MAX_BATCH, batch);
+                self.deliver(cx, callback, batch.drain(..), |m, info| (m, info));
+                more
+            }
+        };
         if more && !self.closed.load(Ordering::Acquire) {
             // Go to the back of the mailbox, behind the worker's other entities.
             self.dispatch.notify();

@@ -156,7 +156,7 @@ impl<P: Send + 'static> WorkerState<P> {
     pub fn create_subscription<T: Message, F>(
         &self,
         options: impl IntoPrimitiveOptions,
-        mut callback: F,
+        callback: F,
     ) -> Result<Subscription<T>>
     where
         F: FnMut(&mut P, Arc<T>) + Send + 'static,
@@ -164,8 +164,7 @@ impl<P: Send + 'static> WorkerState<P> {
         pubsub::create_subscription(
             &self.core,
             options,
-            Callback::with_payload(move |p: &mut P, (m, _)| callback(p, m)),
-            false,
+            pubsub::SubscriptionCallback::Message(Callback::with_payload(callback)),
         )
     }
 

@@ -15,9 +15,14 @@ impl Gid {
     /// unlikely to collide with another process's.
     pub fn next_local() -> Gid {
         use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(1);
+        Gid::local(COUNTER.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The local GID numbered `counter` (see [`Gid::next_local`]).
+    pub(crate) fn local(counter: u64) -> Gid {
         use std::sync::OnceLock;
         static PREFIX: OnceLock<[u8; 8]> = OnceLock::new();
-        static COUNTER: AtomicU64 = AtomicU64::new(1);
         let prefix = PREFIX.get_or_init(|| {
             let random = uuid::Uuid::new_v4();
             let mut p = [0u8; 8];
@@ -26,8 +31,16 @@ impl Gid {
         });
         let mut gid = [0u8; 16];
         gid[..8].copy_from_slice(prefix);
-        gid[8..].copy_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+        gid[8..].copy_from_slice(&counter.to_be_bytes());
         Gid(gid)
+    }
+
+    /// The counter of a GID made by [`Gid::next_local`]: with [`Gid::local`], 8 bytes stand
+    /// for the 16 (the prefix is the same for the whole process).
+    pub(crate) fn local_counter(&self) -> u64 {
+        let mut counter = [0u8; 8];
+        counter.copy_from_slice(&self.0[8..]);
+        u64::from_be_bytes(counter)
     }
 }
 
@@ -88,5 +101,6 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.0[..8], b.0[..8]);
         assert_eq!(a.to_string().len(), 16 * 3 - 1);
+        assert_eq!(Gid::local(a.local_counter()), a);
     }
 }

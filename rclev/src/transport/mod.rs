@@ -134,6 +134,18 @@ pub trait SubscriptionPort: Send + Sync {
         }
         true
     }
+    /// [`take_batch`](Self::take_batch) without the infos, for a subscription that never
+    /// reads them (its endpoint's `reads_message_info` is false): a transport can then skip
+    /// building them.
+    fn take_payloads(&self, max: usize, out: &mut Vec<Payload>) -> bool {
+        for _ in 0..max {
+            match self.take() {
+                Some((payload, _)) => out.push(payload),
+                None => return false,
+            }
+        }
+        true
+    }
     /// Messages dropped so far because the history was full (KeepLast).
     fn lost_count(&self) -> u64;
     /// Number of publishers currently matched.

@@ -50,15 +50,14 @@ impl QueueState {
         }
     }
 
-    /// The oldest message whose lifespan has not ended, with its info.
-    fn pop(&mut self, now: &mut Option<u64>) -> Option<(Payload, MessageInfo)> {
+    /// The oldest message whose lifespan has not ended, with its reception number.
+    fn pop(&mut self, now: &mut Option<u64>) -> Option<(Item, u64)> {
         loop {
             // Items leave only from the front, so the front one is number `received - len + 1`.
             let reception = self.received - self.items.len() as u64 + 1;
             let item = self.items.pop_front()?;
             if !item.expired(now) {
-                let info = item.info(reception);
-                return Some((item.payload, info));
+                return Some((item, reception));
             }
         }
     }
@@ -148,7 +147,7 @@ pub(super) fn create_subscription(
                     replayed = true;
                 }
             }
-            write(&p.matched).push(Route {
+            write(&p.matched).add(Route {
                 subscription: shared.clone(),
                 convert,
             });
@@ -181,28 +180,20 @@ pub(super) fn create_subscription(
 
 impl SubscriptionPort for IntraSubscription {
     fn take(&self) -> Option<(Payload, MessageInfo)> {
-        lock(&self.shared.queue).pop(&mut None)
+        let (item, reception) = lock(&self.shared.queue).pop(&mut None)?;
+        let info = item.info(reception);
+        Some((item.payload, info))
     }
 
     fn take_batch(&self, max: usize, out: &mut Vec<(Payload, MessageInfo)>) -> bool {
-        // The queue lock is what the publishing thread waits for: under it only move the
-        // items out (a copy of 64 bytes each); infos and lifespans are looked at after.
-        let mut batch = lock(&self.batch);
-        let (first, more) = {
-            let mut q = lock(&self.shared.queue);
-            let n = max.min(q.items.len());
-            let first = q.received - q.items.len() as u64 + 1;
-            batch.extend(q.items.drain(..n));
-            (first, !q.items.is_empty())
-        };
-        let mut now = None;
-        for (reception, item) in (first..).zip(batch.drain(..)) {
-            if !item.expired(&mut now) {
-                let info = item.info(reception);
-                out.push((item.payload, info));
-            }
-        }
-        more
+        self.take_live(max, |item, reception| {
+            let info = item.info(reception);
+            out.push((item.payload, info));
+        })
+    }
+
+    fn take_payloads(&self, max: usize, out: &mut Vec<Payload>) -> bool {
+        self.take_live(max, |item, _| out.push(item.payload))
     }
 
     fn lost_count(&self) -> u64 {
@@ -232,11 +223,8 @@ impl SubscriptionPort for IntraSubscription {
                 .subscriptions
                 .retain(|s| !Arc::ptr_eq(s, &self.shared));
             for p in &endpoints.publishers {
-                let mut routes = write(&p.matched);
-                let before = routes.len();
-                routes.retain(|r| !Arc::ptr_eq(&r.subscription, &self.shared));
-                if routes.len() < before {
-                    drop(routes);
+                let removed = write(&p.matched).remove(&self.shared);
+                if removed {
                     p.side().matched(false, &mut pending);
                     self.shared.side().matched(false, &mut pending);
                 }
@@ -244,6 +232,30 @@ impl SubscriptionPort for IntraSubscription {
         }
         fire(pending);
         self.domain.withdraw(self.shared.gid);
+    }
+}
+
+impl IntraSubscription {
+    /// Hands up to `max` of the oldest messages whose lifespan has not ended to `emit`, each
+    /// with its reception number; says whether more are queued.
+    fn take_live(&self, max: usize, mut emit: impl FnMut(Item, u64)) -> bool {
+        // The queue lock is what the publishing thread waits for: under it only move the
+        // items out (a copy of 56 bytes each); lifespans and infos are looked at after.
+        let mut batch = lock(&self.batch);
+        let (first, more) = {
+            let mut q = lock(&self.shared.queue);
+            let n = max.min(q.items.len());
+            let first = q.received - q.items.len() as u64 + 1;
+            batch.extend(q.items.drain(..n));
+            (first, !q.items.is_empty())
+        };
+        let mut now = None;
+        for (reception, item) in (first..).zip(batch.drain(..)) {
+            if !item.expired(&mut now) {
+                emit(item, reception);
+            }
+        }
+        more
     }
 }
 

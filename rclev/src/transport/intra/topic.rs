@@ -63,13 +63,15 @@ impl Drop for Topic {
     }
 }
 
-/// A message in a queue or history. Kept small (64 bytes): a fast publisher can queue millions
+/// A message in a queue or history. Kept small (56 bytes): a fast publisher can queue millions
 /// of them for a keep-all subscription, and the queue's memory traffic is the cost of a
-/// publish. The [`MessageInfo`] is built when the message is taken.
+/// publish. The [`MessageInfo`] is built when the message is taken, and only for a
+/// subscription that reads it.
 #[derive(Clone)]
 pub(super) struct Item {
     pub(super) payload: Payload,
-    publisher: Gid,
+    /// The publisher's GID, by its [`Gid::local_counter`]: every in-process GID is local.
+    publisher: u64,
     sequence: u64,
     /// Source timestamp, nanoseconds since the Unix epoch.
     source_ns: i64,
@@ -101,7 +103,7 @@ impl Item {
         MessageInfo {
             source_timestamp: stamp,
             received_timestamp: stamp,
-            publisher_gid: self.publisher,
+            publisher_gid: Gid::local(self.publisher),
             publication_sequence_number: self.sequence,
             reception_sequence_number: reception,
             from_intra_process: true,
@@ -115,6 +117,46 @@ pub(super) struct Route {
     pub(super) convert: bool,
 }
 
+/// A publisher's routes, with what a publish must do for them worked out when they change
+/// rather than on every publish.
+#[derive(Default)]
+pub(super) struct Routes {
+    list: Vec<Route>,
+    /// A route reads message info: publishes are stamped with the source time.
+    stamp: bool,
+    /// A route takes another Rust type: publishes are serialized once for it.
+    convert: bool,
+}
+
+impl Routes {
+    pub(super) fn add(&mut self, route: Route) {
+        self.stamp |= route.subscription.reads_info;
+        self.convert |= route.convert;
+        self.list.push(route);
+    }
+
+    /// Removes the route to `subscription`; says whether there was one.
+    pub(super) fn remove(&mut self, subscription: &Arc<SubscriptionShared>) -> bool {
+        let before = self.list.len();
+        self.list
+            .retain(|r| !Arc::ptr_eq(&r.subscription, subscription));
+        self.stamp = self.list.iter().any(|r| r.subscription.reads_info);
+        self.convert = self.list.iter().any(|r| r.convert);
+        self.list.len() < before
+    }
+
+    /// Removes every route, handing them out.
+    pub(super) fn clear(&mut self) -> Vec<Route> {
+        self.stamp = false;
+        self.convert = false;
+        std::mem::take(&mut self.list)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.list.len()
+    }
+}
+
 pub(super) struct PublisherShared {
     gid: Gid,
     pub(super) type_support: TypeSupport,
@@ -124,7 +166,7 @@ pub(super) struct PublisherShared {
     pub(super) history: Option<Mutex<VecDeque<Item>>>,
     depth: Option<usize>,
     /// The subscriptions it matches. Written only under the topic lock.
-    pub(super) matched: RwLock<Vec<Route>>,
+    pub(super) matched: RwLock<Routes>,
     status: Mutex<Status>,
     events: Arc<dyn EventHook>,
 }
@@ -168,11 +210,11 @@ pub(super) fn create_publisher(
     let mut pending = Pending::new();
     {
         let mut endpoints = lock(&topic.endpoints);
-        let mut routes = Vec::new();
+        let mut routes = Routes::default();
         for s in &endpoints.subscriptions {
             let pairing = pair(&shared, s);
             if let Pairing::Match { convert } = pairing {
-                routes.push(Route {
+                routes.add(Route {
                     subscription: s.clone(),
                     convert,
                 });
@@ -214,7 +256,7 @@ impl IntraPublisher {
         let routes = read(&self.shared.matched);
         // A clock read costs about as much as the rest of a publish: taken only when a
         // matched subscription reads message info, or a history keeps it for late joiners.
-        if self.shared.history.is_some() || routes.iter().any(|r| r.subscription.reads_info) {
+        if routes.stamp || self.shared.history.is_some() {
             item.source_ns = SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as i64);
@@ -222,7 +264,7 @@ impl IntraPublisher {
         let item = &*item;
         // Serialized once, and only if a subscription of another Rust type needs it; before
         // anything is delivered, so a message that cannot be encoded reaches nobody.
-        let converted = match routes.iter().any(|r| r.convert) {
+        let converted = match routes.convert {
             true => {
                 let mut buf = Vec::new();
                 item.payload.cdr(&self.shared.type_support, &mut buf)?;
@@ -230,7 +272,7 @@ impl IntraPublisher {
             }
             false => None,
         };
-        for route in routes.iter() {
+        for route in &routes.list {
             let payload = match (&converted, route.convert) {
                 (Some(bytes), true) => bytes.clone(),
                 _ => item.payload.clone(),
@@ -245,7 +287,7 @@ impl PublisherPort for IntraPublisher {
     fn publish(&self, payload: Payload) -> Result<(), DeliveryError<Payload>> {
         let mut item = Item {
             payload,
-            publisher: self.shared.gid,
+            publisher: self.shared.gid.local_counter(),
             sequence: self.shared.sequence.fetch_add(1, Ordering::Relaxed) + 1,
             // Stamped in `fan_out`, when someone reads it.
             source_ns: 0,
@@ -301,7 +343,7 @@ impl Drop for IntraPublisher {
             endpoints
                 .publishers
                 .retain(|p| !Arc::ptr_eq(p, &self.shared));
-            for route in write(&self.shared.matched).drain(..) {
+            for route in write(&self.shared.matched).clear() {
                 self.shared.side().matched(false, &mut pending);
                 route.subscription.side().matched(false, &mut pending);
             }
@@ -347,7 +389,7 @@ mod tests {
     #[test]
     fn queued_messages_stay_small() {
         assert!(
-            std::mem::size_of::<Item>() <= 64,
+            std::mem::size_of::<Item>() <= 56,
             "{}",
             std::mem::size_of::<Item>()
         );
@@ -401,5 +443,39 @@ mod tests {
             assert_eq!(info.publication_sequence_number, 2);
             assert!(sub.take().is_none());
         }
+    }
+
+    #[test]
+    fn payloads_alone_skip_expired_messages_and_keep_the_count() {
+        let transport = IntraProcess::new();
+        let node = node(&transport);
+        let qos = QoSProfile::default().lifespan(Duration::from_millis(300));
+        let publisher = node
+            .create_publisher(&endpoint("/p", qos), Arc::new(()))
+            .unwrap();
+        let sub = node
+            .create_subscription(&endpoint("/p", qos), Arc::new(Quiet), Arc::new(()))
+            .unwrap();
+        publisher.publish(int(1)).unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        publisher.publish(int(2)).unwrap();
+        publisher.publish(int(3)).unwrap();
+        let mut payloads = Vec::new();
+        assert!(sub.take_payloads(1, &mut payloads), "one more is queued");
+        assert!(!sub.take_payloads(10, &mut payloads));
+        let data: Vec<i64> = payloads
+            .into_iter()
+            .map(|p| match p {
+                Payload::Shared(v) => v.downcast_ref::<Int64>().unwrap().data,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        // The first expired before it was taken: the batch of one came back empty.
+        assert_eq!(data, [2, 3]);
+        publisher.publish(int(4)).unwrap();
+        let (_, info) = sub.take().unwrap();
+        assert_eq!(info.reception_sequence_number, 4);
+        assert_eq!(info.publication_sequence_number, 4);
+        assert_eq!(info.publisher_gid, publisher.gid());
     }
 }

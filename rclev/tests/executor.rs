@@ -382,6 +382,69 @@ fn workers_run_in_parallel_but_one_worker_is_serial() {
     assert!(!overlapped(&log), "callbacks of one worker overlapped");
 }
 
+/// A worker has the node's `create_*` methods (one definition for both): its message-info
+/// subscription, guard condition and timers get the payload; async callbacks, publishers,
+/// clients and streams work from it as from the node.
+#[test]
+fn worker_creates_every_entity_a_node_does() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let worker = node.create_worker(Vec::<String>::new()).unwrap();
+    let publisher = worker.create_publisher::<Int64>("w").unwrap();
+    let _info = worker
+        .create_subscription_with_info::<Int64, _>("w", |log: &mut Vec<String>, m, info| {
+            log.push(format!(
+                "info {} #{}",
+                m.data, info.publication_sequence_number
+            ));
+        })
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _async_sub = worker
+        .create_async_subscription::<Int64, _, _>("w", move |m| {
+            let tx = tx.clone();
+            async move { tx.send(m.data).unwrap() }
+        })
+        .unwrap();
+    let stream = worker.create_subscription_stream::<Int64>("w").unwrap();
+    let guard = worker
+        .create_guard_condition(|log: &mut Vec<String>| log.push("guard".into()))
+        .unwrap();
+    let _oneshot = worker
+        .create_timer_oneshot(Duration::from_millis(1), |log: &mut Vec<String>, _| {
+            log.push("oneshot".into())
+        })
+        .unwrap();
+    let _service = worker
+        .create_async_service::<AddTwoInts, _, _>("sum", |req| async move {
+            AddTwoIntsResponse { sum: req.a + req.b }
+        })
+        .unwrap();
+    let client = worker.create_client::<AddTwoInts>("sum").unwrap();
+    publisher.publish(Int64 { data: 7 }).unwrap();
+    guard.trigger();
+    let out = Arc::new(Mutex::new(None));
+    let (o, w) = (out.clone(), worker.clone());
+    spin_until(&executor, async move {
+        // The one-shot timer is due after 1 ms.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let log = w.run(|log: &mut Vec<String>| log.clone());
+        let sum = client
+            .call(AddTwoIntsRequest { a: 2, b: 3 })
+            .await
+            .unwrap()
+            .sum;
+        *o.lock().unwrap() = Some((sum, log.await.unwrap()));
+    });
+    let (sum, mut log) = out.lock().unwrap().take().unwrap();
+    log.sort();
+    assert_eq!(sum, 5);
+    assert_eq!(log, ["guard", "info 7 #1", "oneshot"]);
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), 7);
+    assert_eq!(stream.try_recv().unwrap().0.data, 7);
+    assert!(stream.try_recv().is_none());
+}
+
 #[test]
 fn worker_payload_is_shared_by_its_callbacks() {
     let executor = Context::default().create_basic_executor();

@@ -63,12 +63,7 @@ impl NodeState {
         self.core
             .exec
             .life()
-            .unless_ended(async move {
-                changes
-                    .changed()
-                    .await
-                    .map_err(|_| crate::Error::Transport("the transport has shut down".into()))
-            })
+            .unless_ended(next_change(&mut changes))
             .await
     }
 
@@ -97,9 +92,7 @@ pub(crate) async fn wait_on_graph(
             if ready() {
                 return Ok(());
             }
-            if changes.changed().await.is_err() {
-                return Err(Error::Transport("the transport has shut down".into()));
-            }
+            next_change(&mut changes).await?;
         }
     };
     let bounded = async {
@@ -114,4 +107,12 @@ pub(crate) async fn wait_on_graph(
         }
     };
     life.unless_ended(bounded).await
+}
+
+/// The next graph change; an error once the transport has shut down.
+async fn next_change(changes: &mut watch::Receiver<u64>) -> Result<()> {
+    changes
+        .changed()
+        .await
+        .map_err(|_| Error::Transport("the transport has shut down".into()))
 }

@@ -1,10 +1,10 @@
 //! Nodes and the entities they create.
 
-use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 
 // Crate-visible: callbacks belong to the executor-core layer, which timers use (tests/layers.rs).
 pub(crate) mod callback;
+mod creation;
 pub(crate) mod entity;
 pub(crate) mod events;
 pub(crate) mod graph;
@@ -28,16 +28,13 @@ use crate::clock::{Clock, ClockType, Lifeline, Rate, RosTimeSource};
 use crate::error::Result;
 use crate::executor::ExecutorShared;
 use crate::logging::Logger;
-use crate::msg::{Message, ServiceType};
 use crate::parameter::{
     parse_ros_args, Parameter, ParameterDescriptor, ParameterValue, Parameters, SetCallbackHandle,
     SetParametersResult,
 };
 use crate::qos::{IntoPrimitiveOptions, QoSProfile};
 use crate::sync::lock;
-use crate::timer::{
-    create_timer, IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerKind,
-};
+use crate::timer::IntoTimerCallback;
 
 /// A node's validated name and namespace, its clocks, and its registration with the transport.
 pub(crate) struct NodeIdentity {
@@ -65,7 +62,27 @@ impl NodeIdentity {
     }
 }
 
-/// A ROS 2 node. Entities created through it run on its default worker.
+/// A ROS 2 node. Entities created through it run on its default worker; a
+/// [`Worker`] created through it has the same `create_*` methods, with callbacks that get the
+/// worker's payload.
+///
+/// Timer callbacks are `FnMut()` or `FnMut(TimerInfo)`:
+///
+/// ```
+/// use rclev::{Context, SpinOptions};
+/// use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
+/// use std::time::Duration;
+///
+/// let executor = Context::default().create_basic_executor();
+/// let node = executor.create_node("ticker").unwrap();
+/// let ticks = Arc::new(AtomicU32::new(0));
+/// let t = ticks.clone();
+/// let _timer = node
+///     .create_timer_repeating(Duration::from_millis(5), move || { t.fetch_add(1, Ordering::Relaxed); })
+///     .unwrap();
+/// executor.spin(SpinOptions::default().timeout(Duration::from_millis(100)));
+/// assert!(ticks.load(Ordering::Relaxed) >= 5);
+/// ```
 pub struct NodeState {
     identity: Arc<NodeIdentity>,
     pub(crate) core: Arc<WorkerCore>,
@@ -290,189 +307,13 @@ impl NodeState {
         self.identity.expand(name)
     }
 
-    /// A publisher.
-    pub fn create_publisher<T: Message>(
-        &self,
-        options: impl IntoPrimitiveOptions,
-    ) -> Result<Publisher<T>> {
-        PublisherState::create(&self.core, options)
-    }
-
-    /// A subscription whose callback runs on the node's worker.
-    pub fn create_subscription<T: Message, F>(
-        &self,
-        options: impl IntoPrimitiveOptions,
-        callback: F,
-    ) -> Result<Subscription<T>>
-    where
-        F: FnMut(Arc<T>) + Send + 'static,
-    {
-        pubsub::create_subscription(
-            &self.core,
-            options,
-            pubsub::SubscriptionCallback::Message(Callback::plain(callback)),
-        )
-    }
-
-    /// A subscription whose callback also gets each message's [`MessageInfo`]: source and
-    /// reception timestamps, publisher GID, sequence numbers.
-    ///
-    /// [`MessageInfo`]: crate::transport::MessageInfo
-    pub fn create_subscription_with_info<T: Message, F>(
-        &self,
-        options: impl IntoPrimitiveOptions,
-        mut callback: F,
-    ) -> Result<Subscription<T>>
-    where
-        F: FnMut(Arc<T>, crate::transport::MessageInfo) + Send + 'static,
-    {
-        pubsub::create_subscription(
-            &self.core,
-            options,
-            pubsub::SubscriptionCallback::WithInfo(Callback::plain(move |(m, info)| {
-                callback(m, info)
-            })),
-        )
-    }
-
-    /// A subscription with an async callback; each message's future runs on the worker's task.
-    pub fn create_async_subscription<T: Message, F, Fut>(
-        &self,
-        options: impl IntoPrimitiveOptions,
-        callback: F,
-    ) -> Result<Subscription<T>>
-    where
-        F: FnMut(Arc<T>) -> Fut + Send + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        pubsub::create_subscription(
-            &self.core,
-            options,
-            pubsub::SubscriptionCallback::Message(Callback::asynchronous(callback)),
-        )
-    }
-
-    /// A subscription to `.await` or use as a `Stream`, without a callback.
-    pub fn create_subscription_stream<T: Message>(
-        &self,
-        options: impl IntoPrimitiveOptions,
-    ) -> Result<SubscriptionStream<T>> {
-        SubscriptionStream::create(&self.core, options)
-    }
-
-    /// A service whose callback runs on the node's worker.
-    pub fn create_service<S: ServiceType, F>(
-        &self,
-        options: impl IntoPrimitiveOptions,
-        mut callback: F,
-    ) -> Result<Service<S>>
-    where
-        F: FnMut(S::Request) -> S::Response + Send + 'static,
-    {
-        service::create_service(
-            &self.core,
-            options,
-            service::ServiceCallback::Sync(Box::new(move |_, req| callback(req))),
-        )
-    }
-
-    /// A service with an async callback.
-    pub fn create_async_service<S: ServiceType, F, Fut>(
-        &self,
-        options: impl IntoPrimitiveOptions,
-        callback: F,
-    ) -> Result<Service<S>>
-    where
-        F: FnMut(S::Request) -> Fut + Send + 'static,
-        Fut: Future<Output = S::Response> + Send + 'static,
-    {
-        service::create_service(
-            &self.core,
-            options,
-            service::ServiceCallback::asynchronous(callback),
-        )
-    }
-
-    /// A client.
-    pub fn create_client<S: ServiceType>(
-        &self,
-        options: impl IntoPrimitiveOptions,
-    ) -> Result<Client<S>> {
-        service::create_client(&self.core, options)
-    }
-
-    /// A guard condition whose callback runs on the node's worker.
-    pub fn create_guard_condition<F>(&self, mut callback: F) -> Result<GuardCondition>
-    where
-        F: FnMut() + Send + 'static,
-    {
-        guard::create_guard_condition(&self.core, Callback::plain(move |()| callback()))
-    }
-
-    /// A repeating timer whose callback (`FnMut()` or `FnMut(TimerInfo)`) runs on the node's
-    /// worker.
-    ///
-    /// ```
-    /// use rclev::{Context, SpinOptions};
-    /// use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
-    /// use std::time::Duration;
-    ///
-    /// let executor = Context::default().create_basic_executor();
-    /// let node = executor.create_node("ticker").unwrap();
-    /// let ticks = Arc::new(AtomicU32::new(0));
-    /// let t = ticks.clone();
-    /// let _timer = node
-    ///     .create_timer_repeating(Duration::from_millis(5), move || { t.fetch_add(1, Ordering::Relaxed); })
-    ///     .unwrap();
-    /// executor.spin(SpinOptions::default().timeout(Duration::from_millis(100)));
-    /// assert!(ticks.load(Ordering::Relaxed) >= 5);
-    /// ```
-    pub fn create_timer_repeating<Args>(
-        &self,
-        options: impl IntoTimerOptions,
-        callback: impl IntoTimerCallback<Args>,
-    ) -> Result<Timer> {
-        create_timer(
-            &self.core,
-            options,
-            TimerKind::Repeating(callback.into_timer_callback()),
-        )
-    }
-
-    /// A timer that fires once, one period from now (again after each `reset()`).
-    pub fn create_timer_oneshot<Args>(
-        &self,
-        options: impl IntoTimerOptions,
-        callback: impl IntoTimerCallback<Args>,
-    ) -> Result<Timer> {
-        create_timer(
-            &self.core,
-            options,
-            TimerKind::OneShot(callback.into_timer_callback()),
-        )
-    }
-
-    /// A timer that keeps its schedule but calls nothing until given a callback with
-    /// `set_repeating`/`set_oneshot`.
-    pub fn create_timer_inert(&self, options: impl IntoTimerOptions) -> Result<Timer> {
-        create_timer(&self.core, options, TimerKind::Inert)
-    }
-
-    /// A repeating timer with an async callback; each tick's future runs on the worker's task.
-    pub fn create_async_timer_repeating<F, Fut>(
-        &self,
-        options: impl IntoTimerOptions,
-        callback: F,
-    ) -> Result<Timer>
-    where
-        F: FnMut(TimerInfo) -> Fut + Send + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        create_timer(
-            &self.core,
-            options,
-            TimerKind::Repeating(TimerCallback::asynchronous(callback)),
-        )
+    creation::entity_creation_methods! {
+        bound: [],
+        param: [],
+        arg: [],
+        wrap: plain,
+        timer: [Args] impl IntoTimerCallback<Args> => |callback| callback.into_timer_callback(),
+        runs: "on the node's default worker",
     }
 
     /// A new worker with `payload`, for callbacks that share mutable state. Fails only if

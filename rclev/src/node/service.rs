@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
+use super::callback::payload_of;
 use super::entity::{bind_entity, decode_owned, report_malformed, service_endpoint};
 use super::graph::wait_on_graph;
 use super::worker::WorkerCore;
@@ -35,6 +36,18 @@ pub(crate) enum ServiceCallback<S: ServiceType> {
 }
 
 impl<S: ServiceType> ServiceCallback<S> {
+    /// A handler that ignores the worker's payload.
+    pub(crate) fn plain(mut f: impl FnMut(S::Request) -> S::Response + Send + 'static) -> Self {
+        Self::Sync(Box::new(move |_, req| f(req)))
+    }
+
+    /// A handler that gets the worker's payload.
+    pub(crate) fn with_payload<P: 'static>(
+        mut f: impl FnMut(&mut P, S::Request) -> S::Response + Send + 'static,
+    ) -> Self {
+        Self::Sync(Box::new(move |p, req| f(payload_of::<P>(p), req)))
+    }
+
     pub(crate) fn asynchronous<F, Fut>(mut f: F) -> Self
     where
         F: FnMut(S::Request) -> Fut + Send + 'static,

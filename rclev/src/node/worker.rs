@@ -5,19 +5,14 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::callback::{payload_of, Callback};
-use super::{guard, pubsub, service, GuardCondition, Node, NodeIdentity, Service, Subscription};
+use super::callback::payload_of;
+use super::{Node, NodeIdentity};
 use crate::clock::ClockType;
 use crate::error::{Error, Result};
 use crate::executor::mailbox::{MailItem, Mailbox};
 use crate::executor::worker::WorkerRef;
 use crate::executor::ExecutorShared;
-use crate::msg::{Message, ServiceType};
-use crate::qos::IntoPrimitiveOptions;
-use crate::timer::{
-    create_timer, IntoTimerOptions, Timer, TimerCallback, TimerHost, TimerInfo, TimerKind,
-    TimerSite,
-};
+use crate::timer::{TimerCallback, TimerHost, TimerInfo, TimerSite};
 
 /// The part of a worker that entities keep alive. Dropping the last reference closes the
 /// mailbox, which ends the worker's task.
@@ -152,86 +147,14 @@ impl<P: Send + 'static> WorkerState<P> {
         &self.node
     }
 
-    /// A subscription whose callback gets the payload.
-    pub fn create_subscription<T: Message, F>(
-        &self,
-        options: impl IntoPrimitiveOptions,
-        callback: F,
-    ) -> Result<Subscription<T>>
-    where
-        F: FnMut(&mut P, Arc<T>) + Send + 'static,
-    {
-        pubsub::create_subscription(
-            &self.core,
-            options,
-            pubsub::SubscriptionCallback::Message(Callback::with_payload(callback)),
-        )
-    }
-
-    /// A service whose callback gets the payload.
-    pub fn create_service<S: ServiceType, F>(
-        &self,
-        options: impl IntoPrimitiveOptions,
-        mut callback: F,
-    ) -> Result<Service<S>>
-    where
-        F: FnMut(&mut P, S::Request) -> S::Response + Send + 'static,
-    {
-        service::create_service(
-            &self.core,
-            options,
-            service::ServiceCallback::Sync(Box::new(move |p, req| {
-                callback(payload_of::<P>(p), req)
-            })),
-        )
-    }
-
-    /// A guard condition whose callback gets the payload.
-    pub fn create_guard_condition<F>(&self, mut callback: F) -> Result<GuardCondition>
-    where
-        F: FnMut(&mut P) + Send + 'static,
-    {
-        guard::create_guard_condition(
-            &self.core,
-            Callback::with_payload(move |p: &mut P, ()| callback(p)),
-        )
-    }
-
-    /// A repeating timer whose callback gets the payload.
-    pub fn create_timer_repeating<F>(
-        &self,
-        options: impl IntoTimerOptions,
-        callback: F,
-    ) -> Result<Timer>
-    where
-        F: FnMut(&mut P, TimerInfo) + Send + 'static,
-    {
-        create_timer(
-            &self.core,
-            options,
-            TimerKind::Repeating(TimerCallback::with_payload(callback)),
-        )
-    }
-
-    /// A one-shot timer whose callback gets the payload.
-    pub fn create_timer_oneshot<F>(
-        &self,
-        options: impl IntoTimerOptions,
-        callback: F,
-    ) -> Result<Timer>
-    where
-        F: FnMut(&mut P, TimerInfo) + Send + 'static,
-    {
-        create_timer(
-            &self.core,
-            options,
-            TimerKind::OneShot(TimerCallback::with_payload(callback)),
-        )
-    }
-
-    /// An inert timer on this worker.
-    pub fn create_timer_inert(&self, options: impl IntoTimerOptions) -> Result<Timer> {
-        create_timer(&self.core, options, TimerKind::Inert)
+    super::creation::entity_creation_methods! {
+        bound: [&mut P,],
+        param: [p: &mut P,],
+        arg: [p,],
+        wrap: with_payload,
+        timer: [F: FnMut(&mut P, TimerInfo) + Send + 'static] F
+            => |callback| TimerCallback::with_payload(callback),
+        runs: "on this worker, with `&mut` its payload first",
     }
 
     /// Runs `f` on the payload (on the worker, between callbacks) and resolves to its result.

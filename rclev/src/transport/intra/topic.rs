@@ -159,6 +159,8 @@ impl Routes {
 
 pub(super) struct PublisherShared {
     gid: Gid,
+    /// `gid`'s [`Gid::local_counter`], as queued items name their publisher.
+    local_id: u64,
     pub(super) type_support: TypeSupport,
     pub(super) qos: QoSProfile,
     sequence: AtomicU64,
@@ -196,8 +198,10 @@ pub(super) fn create_publisher(
     let qos = endpoint.qos.resolve(QosRole::Publisher, &[]);
     let depth = qos.depth()?;
     let topic = topic(&node.domain, &endpoint.name);
+    let gid = Gid::next_local();
     let shared = Arc::new(PublisherShared {
-        gid: Gid::next_local(),
+        gid,
+        local_id: gid.local_counter(),
         type_support: endpoint.type_support,
         qos,
         sequence: AtomicU64::new(0),
@@ -287,7 +291,7 @@ impl PublisherPort for IntraPublisher {
     fn publish(&self, payload: Payload) -> Result<(), DeliveryError<Payload>> {
         let mut item = Item {
             payload,
-            publisher: self.shared.gid.local_counter(),
+            publisher: self.shared.local_id,
             sequence: self.shared.sequence.fetch_add(1, Ordering::Relaxed) + 1,
             // Stamped in `fan_out`, when someone reads it.
             source_ns: 0,

@@ -83,9 +83,10 @@ pub struct TopicEndpoint {
     /// QoS as the user asked; the transport resolves `SystemDefault`/`BestAvailable`
     /// policies with [`QoSProfile::resolve`].
     pub qos: QoSProfile,
-    /// For a subscription: whether its owner reads the [`MessageInfo`] timestamps. A
-    /// transport for which taking a timestamp has a cost (the in-process one: a clock read
-    /// per publish) may leave them unset (the Unix epoch) for subscriptions that do not.
+    /// For a subscription: whether its owner reads [`MessageInfo`]s. A transport for which
+    /// an info has a cost (the in-process one: a clock read per publish, and a meta per
+    /// queued message) may leave the infos of a subscription that does not partial: then
+    /// only the reception sequence number is sure to be set.
     pub reads_message_info: bool,
 }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::matching::{fire, mismatch, pair, Pairing, Pending, Side, Status};
-use super::topic::{topic, write, Item, Route, Topic};
+use super::topic::{message_info, topic, write, Item, Meta, Route, Topic};
 use super::{Domain, IntraNode};
 use crate::error::Result;
 use crate::qos::compat::QosRole;
@@ -31,9 +31,16 @@ pub(super) struct SubscriptionShared {
     events: Arc<dyn EventHook>,
 }
 
+/// A subscription's queue: the payloads, and their metas in step with them while kept.
+///
+/// Metas (publisher, sequence number, stamps) are kept from the start when the subscription
+/// reads message infos, and from the moment a publisher with a lifespan matches (its messages
+/// must expire); otherwise a queued message is its bare payload, and a batch leaves the queue
+/// in one move — what a fast publisher and the worker contend on is this lock.
 #[derive(Default)]
 struct QueueState {
-    items: VecDeque<Item>,
+    payloads: VecDeque<Payload>,
+    metas: Option<VecDeque<Meta>>,
     /// Replaced by newer ones in a full KeepLast history.
     lost: u64,
     /// Messages ever pushed; numbers them (reception sequence numbers).
@@ -43,21 +50,33 @@ struct QueueState {
 impl QueueState {
     fn push(&mut self, item: Item, depth: Option<usize>) {
         self.received += 1;
-        self.items.push_back(item);
-        if depth.is_some_and(|d| self.items.len() > d) {
-            self.items.pop_front();
+        self.payloads.push_back(item.payload);
+        if let Some(metas) = &mut self.metas {
+            metas.push_back(item.meta);
+        }
+        if depth.is_some_and(|d| self.payloads.len() > d) {
+            self.payloads.pop_front();
+            if let Some(metas) = &mut self.metas {
+                metas.pop_front();
+            }
             self.lost += 1;
         }
     }
 
-    /// The oldest message whose lifespan has not ended, with its reception number.
-    fn pop(&mut self, now: &mut Option<u64>) -> Option<(Item, u64)> {
+    /// The reception number of the front message: messages leave only from the front.
+    fn front_number(&self) -> u64 {
+        self.received - self.payloads.len() as u64 + 1
+    }
+
+    /// The oldest message whose lifespan has not ended, with its meta (if kept) and reception
+    /// number.
+    fn pop(&mut self, now: &mut Option<u64>) -> Option<(Payload, Option<Meta>, u64)> {
         loop {
-            // Items leave only from the front, so the front one is number `received - len + 1`.
-            let reception = self.received - self.items.len() as u64 + 1;
-            let item = self.items.pop_front()?;
-            if !item.expired(now) {
-                return Some((item, reception));
+            let reception = self.front_number();
+            let payload = self.payloads.pop_front()?;
+            let meta = self.metas.as_mut().and_then(VecDeque::pop_front);
+            if !meta.is_some_and(|m| m.expired(now)) {
+                return Some((payload, meta, reception));
             }
         }
     }
@@ -76,11 +95,22 @@ impl SubscriptionShared {
         lock(&self.queue).push(item, self.depth);
         self.ready.ready();
     }
+
+    /// Keeps metas from now on (a publisher with a lifespan is matching). Messages queued
+    /// before get [`Meta::UNKNOWN`]: they never expire, and came from publishers whose do not.
+    pub(super) fn keep_metas(&self) {
+        let mut q = lock(&self.queue);
+        if q.metas.is_none() {
+            let queued = q.payloads.len();
+            q.metas = Some(std::iter::repeat_n(Meta::UNKNOWN, queued).collect());
+        }
+    }
 }
 
 struct IntraSubscription {
-    /// Scratch for `take_batch`, kept to avoid an allocation per batch; only the taker locks it.
-    batch: Mutex<Vec<Item>>,
+    /// Scratch for takes that look at metas, kept to avoid an allocation per batch; only the
+    /// taker locks it.
+    batch: Mutex<Vec<(Payload, Option<Meta>)>>,
     topic: Arc<Topic>,
     shared: Arc<SubscriptionShared>,
     domain: Arc<Domain>,
@@ -115,7 +145,10 @@ pub(super) fn create_subscription(
             type_support: endpoint.type_support,
             qos,
             depth,
-            queue: Mutex::default(),
+            queue: Mutex::new(QueueState {
+                metas: endpoint.reads_message_info.then(VecDeque::new),
+                ..QueueState::default()
+            }),
             ready,
             status: Mutex::default(),
             events,
@@ -127,13 +160,16 @@ pub(super) fn create_subscription(
                 mismatch(p, &shared, &pairing, &mut pending);
                 continue;
             };
+            if p.qos.lifespan.is_some() {
+                shared.keep_metas();
+            }
             // The publisher's history lock held while replaying and joining: each of its
             // messages is seen exactly once, replayed or queued by a later publish.
             let history = p.history.as_ref().filter(|_| late_joiner).map(lock);
             if let Some(history) = &history {
                 let mut now = None;
                 let mut queue = lock(&shared.queue);
-                for item in history.iter().filter(|i| !i.expired(&mut now)) {
+                for item in history.iter().filter(|i| !i.meta.expired(&mut now)) {
                     let mut item = item.clone();
                     if convert {
                         let mut buf = Vec::new();
@@ -180,47 +216,28 @@ pub(super) fn create_subscription(
 
 impl SubscriptionPort for IntraSubscription {
     fn take(&self) -> Option<(Payload, MessageInfo)> {
-        let (item, reception) = lock(&self.shared.queue).pop(&mut None)?;
-        let info = item.info(reception);
-        Some((item.payload, info))
+        let (payload, meta, reception) = lock(&self.shared.queue).pop(&mut None)?;
+        Some((payload, message_info(meta.as_ref(), reception)))
     }
 
     fn take_batch(&self, max: usize, out: &mut Vec<(Payload, MessageInfo)>) -> bool {
-        // The queue lock is what the publishing thread waits for: under it only move the
-        // items out (a copy of 56 bytes each); lifespans and infos are looked at after.
-        let mut batch = lock(&self.batch);
-        let (first, more) = {
-            let mut q = lock(&self.shared.queue);
-            let n = max.min(q.items.len());
-            let first = q.received - q.items.len() as u64 + 1;
-            batch.extend(q.items.drain(..n));
-            (first, !q.items.is_empty())
-        };
-        let mut now = None;
-        for (reception, item) in (first..).zip(batch.drain(..)) {
-            if !item.expired(&mut now) {
-                let info = item.info(reception);
-                out.push((item.payload, info));
-            }
-        }
-        more
+        self.take_live(max, |payload, meta, reception| {
+            out.push((payload, message_info(meta, reception)));
+        })
     }
 
     fn take_payloads(&self, max: usize, out: &mut Vec<Payload>) -> bool {
-        // Without infos there is nothing to build: the payloads move straight out under the
-        // lock, as fast as a batch can move (the clock is read once per batch, and only if a
-        // message has a lifespan).
-        let mut q = lock(&self.shared.queue);
-        let n = max.min(q.items.len());
-        let mut now = None;
-        out.reserve(n);
-        out.extend(
-            q.items
-                .drain(..n)
-                .filter(|item| !item.expired(&mut now))
-                .map(|item| item.payload),
-        );
-        !q.items.is_empty()
+        {
+            let mut q = lock(&self.shared.queue);
+            if q.metas.is_none() {
+                // Nothing to look at: the batch moves straight out.
+                let n = max.min(q.payloads.len());
+                out.extend(q.payloads.drain(..n));
+                return !q.payloads.is_empty();
+            }
+        }
+        // Metas are never dropped once kept, so this finds them too.
+        self.take_live(max, |payload, _, _| out.push(payload))
     }
 
     fn lost_count(&self) -> u64 {
@@ -259,6 +276,38 @@ impl SubscriptionPort for IntraSubscription {
         }
         fire(pending);
         self.domain.withdraw(self.shared.gid);
+    }
+}
+
+impl IntraSubscription {
+    /// Hands up to `max` of the oldest messages whose lifespan has not ended to `emit`, each
+    /// with its meta (if kept) and reception number; says whether more are queued.
+    fn take_live(&self, max: usize, mut emit: impl FnMut(Payload, Option<&Meta>, u64)) -> bool {
+        // Under the queue lock only move the messages out (measured: a second pass outside
+        // the lock beats building the batch under it); lifespans and infos are looked at after.
+        let mut batch = lock(&self.batch);
+        let (first, more) = {
+            let mut q = lock(&self.shared.queue);
+            let n = max.min(q.payloads.len());
+            let first = q.front_number();
+            let QueueState {
+                payloads, metas, ..
+            } = &mut *q;
+            match metas {
+                Some(metas) => {
+                    batch.extend(payloads.drain(..n).zip(metas.drain(..n).map(Some)));
+                }
+                None => batch.extend(payloads.drain(..n).map(|p| (p, None))),
+            }
+            (first, !q.payloads.is_empty())
+        };
+        let mut now = None;
+        for (reception, (payload, meta)) in (first..).zip(batch.drain(..)) {
+            if !meta.is_some_and(|m| m.expired(&mut now)) {
+                emit(payload, meta.as_ref(), reception);
+            }
+        }
+        more
     }
 }
 

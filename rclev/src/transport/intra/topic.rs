@@ -1,6 +1,6 @@
-//! Topics in process: the registry entry of a topic, the queued item, and the publishing side
-//! (matching a new publisher, stamping, fan-out, the transient-local history). The receiving
-//! side is in `subscription.rs`, pairing and its events in `matching.rs`.
+//! Topics in process: the registry entry of a topic, a message with its meta, and the
+//! publishing side (matching a new publisher, stamping, fan-out, the transient-local history).
+//! The receiving side is in `subscription.rs`, pairing and its events in `matching.rs`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::matching::{fire, mismatch, pair, Pairing, Pending, Side, Status};
 use super::subscription::SubscriptionShared;
 use super::{Domain, IntraNode};
-use crate::error::{DeliveryError, Error, Result};
+use crate::error::{DeliveryError, Result};
 use crate::qos::compat::QosRole;
 use crate::qos::{Durability, QoSProfile};
 use crate::sync::lock;
@@ -63,17 +63,23 @@ impl Drop for Topic {
     }
 }
 
-/// A message in a queue or history. Kept small (56 bytes): a fast publisher can queue millions
-/// of them for a keep-all subscription, and the queue's memory traffic is the cost of a
-/// publish. The [`MessageInfo`] is built when the message is taken, and only for a
-/// subscription that reads it.
+/// A message on its way from a publisher to the queues and its history.
 #[derive(Clone)]
 pub(super) struct Item {
     pub(super) payload: Payload,
+    pub(super) meta: Meta,
+}
+
+/// What a message carries besides its payload. A subscription's queue keeps it only while
+/// someone needs it (see `subscription.rs`): the common subscription, one that neither reads
+/// message infos nor hears a publisher with a lifespan, queues bare 24-byte payloads, since
+/// the queue's memory traffic under its lock is the cost of a publish.
+#[derive(Clone, Copy)]
+pub(super) struct Meta {
     /// The publisher's GID, by its [`Gid::local_counter`]: every in-process GID is local.
     publisher: u64,
     sequence: u64,
-    /// Source timestamp, nanoseconds since the Unix epoch.
+    /// Source timestamp, nanoseconds since the Unix epoch; 0 when nobody read it at publish.
     source_ns: i64,
     /// When the publisher's lifespan ends it, in [`monotonic_ns`]; 0 without a lifespan.
     expires_ns: u64,
@@ -87,27 +93,41 @@ fn monotonic_ns() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
 }
 
-impl Item {
+impl Meta {
+    /// For messages queued before their subscription began keeping metas: they came from
+    /// publishers without a lifespan (a publisher with one turns keeping on before it matches).
+    pub(super) const UNKNOWN: Meta = Meta {
+        publisher: 0,
+        sequence: 0,
+        source_ns: 0,
+        expires_ns: 0,
+    };
+
     pub(super) fn expired(&self, now: &mut Option<u64>) -> bool {
         self.expires_ns != 0 && self.expires_ns <= *now.get_or_insert_with(monotonic_ns)
     }
+}
 
-    /// The info a subscription gets with the message; `reception` is its number there.
-    pub(super) fn info(&self, reception: u64) -> MessageInfo {
-        // Delivery is synchronous: sent and received are the same moment.
-        // Unstamped (nobody read info at publish): the epoch, without the division.
-        let stamp = match self.source_ns {
-            0 => SystemTime::UNIX_EPOCH,
-            ns => SystemTime::UNIX_EPOCH + Duration::from_nanos(ns.max(0) as u64),
-        };
-        MessageInfo {
-            source_timestamp: stamp,
-            received_timestamp: stamp,
-            publisher_gid: Gid::local(self.publisher),
-            publication_sequence_number: self.sequence,
-            reception_sequence_number: reception,
-            from_intra_process: true,
-        }
+/// The info a subscription gets with a message; `reception` is its number there. Without a
+/// meta (the subscription does not read infos) only the reception number is known.
+pub(super) fn message_info(meta: Option<&Meta>, reception: u64) -> MessageInfo {
+    let meta = meta.unwrap_or(&Meta::UNKNOWN);
+    // Delivery is synchronous: sent and received are the same moment.
+    // Unstamped (nobody read info at publish): the epoch, without the division.
+    let stamp = match meta.source_ns {
+        0 => SystemTime::UNIX_EPOCH,
+        ns => SystemTime::UNIX_EPOCH + Duration::from_nanos(ns.max(0) as u64),
+    };
+    MessageInfo {
+        source_timestamp: stamp,
+        received_timestamp: stamp,
+        publisher_gid: match meta.publisher {
+            0 => Gid::default(),
+            local => Gid::local(local),
+        },
+        publication_sequence_number: meta.sequence,
+        reception_sequence_number: reception,
+        from_intra_process: true,
     }
 }
 
@@ -218,6 +238,9 @@ pub(super) fn create_publisher(
         for s in &endpoints.subscriptions {
             let pairing = pair(&shared, s);
             if let Pairing::Match { convert } = pairing {
+                if qos.lifespan.is_some() {
+                    s.keep_metas();
+                }
                 routes.add(Route {
                     subscription: s.clone(),
                     convert,
@@ -256,32 +279,60 @@ pub(super) fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 }
 
 impl IntraPublisher {
-    fn fan_out(&self, item: &mut Item) -> Result<(), Error> {
+    /// Delivers `item` to every matched subscription, then into `history` if there is one.
+    /// The message itself goes to the history, or else to the last route that takes it as it
+    /// is; the others get clones. (A clone is an atomic increment on a count the receiving
+    /// thread writes too: the common single subscription gets none.)
+    fn fan_out(
+        &self,
+        mut item: Item,
+        history: Option<&mut VecDeque<Item>>,
+    ) -> Result<(), DeliveryError<Payload>> {
         let routes = read(&self.shared.matched);
         // A clock read costs about as much as the rest of a publish: taken only when a
         // matched subscription reads message info, or a history keeps it for late joiners.
-        if routes.stamp || self.shared.history.is_some() {
-            item.source_ns = SystemTime::now()
+        if routes.stamp || history.is_some() {
+            item.meta.source_ns = SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as i64);
         }
-        let item = &*item;
         // Serialized once, and only if a subscription of another Rust type needs it; before
         // anything is delivered, so a message that cannot be encoded reaches nobody.
         let converted = match routes.convert {
             true => {
                 let mut buf = Vec::new();
-                item.payload.cdr(&self.shared.type_support, &mut buf)?;
+                if let Err(error) = item.payload.cdr(&self.shared.type_support, &mut buf) {
+                    return Err(DeliveryError {
+                        error,
+                        value: item.payload,
+                    });
+                }
                 Some(Payload::Serialized(buf))
             }
             false => None,
         };
-        for route in &routes.list {
+        let keeper = match history {
+            Some(_) => None,
+            None => routes.list.iter().rposition(|r| !r.convert),
+        };
+        for (i, route) in routes.list.iter().enumerate() {
+            if Some(i) == keeper {
+                continue;
+            }
             let payload = match (&converted, route.convert) {
                 (Some(bytes), true) => bytes.clone(),
                 _ => item.payload.clone(),
             };
-            route.subscription.push(Item { payload, ..*item });
+            route.subscription.push(Item {
+                payload,
+                meta: item.meta,
+            });
+        }
+        match (keeper, history) {
+            (Some(k), _) => routes.list[k].subscription.push(item),
+            (None, Some(history)) => history.push_back(item),
+            // Every route took the converted bytes: the message itself is not needed.
+            (None, None) => {}
         }
         Ok(())
     }
@@ -289,15 +340,17 @@ impl IntraPublisher {
 
 impl PublisherPort for IntraPublisher {
     fn publish(&self, payload: Payload) -> Result<(), DeliveryError<Payload>> {
-        let mut item = Item {
+        let item = Item {
             payload,
-            publisher: self.shared.local_id,
-            sequence: self.shared.sequence.fetch_add(1, Ordering::Relaxed) + 1,
-            // Stamped in `fan_out`, when someone reads it.
-            source_ns: 0,
-            expires_ns: match self.shared.qos.lifespan {
-                Some(l) => monotonic_ns().saturating_add(l.as_nanos() as u64),
-                None => 0,
+            meta: Meta {
+                publisher: self.shared.local_id,
+                sequence: self.shared.sequence.fetch_add(1, Ordering::Relaxed) + 1,
+                // Stamped in `fan_out`, when someone reads it.
+                source_ns: 0,
+                expires_ns: match self.shared.qos.lifespan {
+                    Some(l) => monotonic_ns().saturating_add(l.as_nanos() as u64),
+                    None => 0,
+                },
             },
         };
         match &self.shared.history {
@@ -305,13 +358,7 @@ impl PublisherPort for IntraPublisher {
             // in the replayed history or through its queue.
             Some(history) => {
                 let mut history = lock(history);
-                if let Err(error) = self.fan_out(&mut item) {
-                    return Err(DeliveryError {
-                        error,
-                        value: item.payload,
-                    });
-                }
-                history.push_back(item);
+                self.fan_out(item, Some(&mut history))?;
                 if let Some(depth) = self.shared.depth {
                     while history.len() > depth {
                         history.pop_front();
@@ -319,10 +366,7 @@ impl PublisherPort for IntraPublisher {
                 }
                 Ok(())
             }
-            None => self.fan_out(&mut item).map_err(|error| DeliveryError {
-                error,
-                value: item.payload,
-            }),
+            None => self.fan_out(item, None),
         }
     }
 
@@ -392,11 +436,9 @@ mod tests {
 
     #[test]
     fn queued_messages_stay_small() {
-        assert!(
-            std::mem::size_of::<Item>() <= 56,
-            "{}",
-            std::mem::size_of::<Item>()
-        );
+        // What most queues hold per message; a meta besides it only when needed.
+        assert!(std::mem::size_of::<Payload>() <= 24);
+        assert!(std::mem::size_of::<Meta>() <= 32);
     }
 
     #[test]
@@ -450,6 +492,41 @@ mod tests {
     }
 
     #[test]
+    fn a_lifespan_publisher_joining_later_expires_its_messages_only() {
+        let transport = IntraProcess::new();
+        let node = node(&transport);
+        let (plain, short) = (
+            QoSProfile::default().keep_all(),
+            QoSProfile::default().keep_all().lifespan(Duration::from_millis(200)),
+        );
+        // Neither reads infos nor has a lifespan yet: bare payloads are queued.
+        let sub = node
+            .create_subscription(&endpoint("/j", plain), Arc::new(Quiet), Arc::new(()))
+            .unwrap();
+        let lasting = node
+            .create_publisher(&endpoint("/j", plain), Arc::new(()))
+            .unwrap();
+        lasting.publish(int(1)).unwrap();
+        let expiring = node
+            .create_publisher(&endpoint("/j", short), Arc::new(()))
+            .unwrap();
+        expiring.publish(int(2)).unwrap();
+        lasting.publish(int(3)).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let mut payloads = Vec::new();
+        assert!(!sub.take_payloads(16, &mut payloads));
+        let data: Vec<i64> = payloads.into_iter().map(value).collect();
+        assert_eq!(data, [1, 3]);
+    }
+
+    fn value(payload: Payload) -> i64 {
+        match payload {
+            Payload::Shared(v) => v.downcast_ref::<Int64>().unwrap().data,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn payloads_alone_skip_expired_messages_and_keep_the_count() {
         let transport = IntraProcess::new();
         let node = node(&transport);
@@ -467,13 +544,7 @@ mod tests {
         let mut payloads = Vec::new();
         assert!(sub.take_payloads(1, &mut payloads), "one more is queued");
         assert!(!sub.take_payloads(10, &mut payloads));
-        let data: Vec<i64> = payloads
-            .into_iter()
-            .map(|p| match p {
-                Payload::Shared(v) => v.downcast_ref::<Int64>().unwrap().data,
-                other => panic!("{other:?}"),
-            })
-            .collect();
+        let data: Vec<i64> = payloads.into_iter().map(value).collect();
         // The first expired before it was taken: the batch of one came back empty.
         assert_eq!(data, [2, 3]);
         publisher.publish(int(4)).unwrap();

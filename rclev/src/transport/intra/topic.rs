@@ -497,7 +497,9 @@ mod tests {
         let node = node(&transport);
         let (plain, short) = (
             QoSProfile::default().keep_all(),
-            QoSProfile::default().keep_all().lifespan(Duration::from_millis(200)),
+            QoSProfile::default()
+                .keep_all()
+                .lifespan(Duration::from_millis(200)),
         );
         // Neither reads infos nor has a lifespan yet: bare payloads are queued.
         let sub = node

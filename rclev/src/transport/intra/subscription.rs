@@ -48,6 +48,7 @@ struct QueueState {
 }
 
 impl QueueState {
+    #[inline]
     fn push(&mut self, item: Item, depth: Option<usize>) {
         self.received += 1;
         self.payloads.push_back(item.payload);
@@ -91,6 +92,8 @@ impl SubscriptionShared {
         }
     }
 
+    // Inlined into the publisher's fan-out (measured: not inlined by default).
+    #[inline]
     pub(super) fn push(&self, item: Item) {
         lock(&self.queue).push(item, self.depth);
         self.ready.ready();

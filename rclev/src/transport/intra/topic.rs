@@ -430,6 +430,20 @@ mod tests {
         }
     }
 
+    fn publisher(node: &Arc<dyn NodePort>, name: &str, qos: QoSProfile) -> Arc<dyn PublisherPort> {
+        node.create_publisher(&endpoint(name, qos), Arc::new(()))
+            .unwrap()
+    }
+
+    fn subscription(
+        node: &Arc<dyn NodePort>,
+        name: &str,
+        qos: QoSProfile,
+    ) -> Arc<dyn crate::transport::SubscriptionPort> {
+        node.create_subscription(&endpoint(name, qos), Arc::new(Quiet), Arc::new(()))
+            .unwrap()
+    }
+
     fn int(data: i64) -> Payload {
         Payload::Shared(Arc::new(Int64 { data }))
     }
@@ -468,18 +482,12 @@ mod tests {
         let qos = QoSProfile::default()
             .transient_local()
             .lifespan(Duration::from_millis(1000));
-        let publisher = node
-            .create_publisher(&endpoint("/l", qos), Arc::new(()))
-            .unwrap();
-        let early = node
-            .create_subscription(&endpoint("/l", qos), Arc::new(Quiet), Arc::new(()))
-            .unwrap();
+        let publisher = publisher(&node, "/l", qos);
+        let early = subscription(&node, "/l", qos);
         publisher.publish(int(1)).unwrap();
         std::thread::sleep(Duration::from_millis(1100));
         publisher.publish(int(2)).unwrap();
-        let late = node
-            .create_subscription(&endpoint("/l", qos), Arc::new(Quiet), Arc::new(()))
-            .unwrap();
+        let late = subscription(&node, "/l", qos);
         for sub in [&early, &late] {
             let (payload, info) = sub.take().unwrap();
             let Payload::Shared(value) = payload else {
@@ -502,16 +510,10 @@ mod tests {
                 .lifespan(Duration::from_millis(200)),
         );
         // Neither reads infos nor has a lifespan yet: bare payloads are queued.
-        let sub = node
-            .create_subscription(&endpoint("/j", plain), Arc::new(Quiet), Arc::new(()))
-            .unwrap();
-        let lasting = node
-            .create_publisher(&endpoint("/j", plain), Arc::new(()))
-            .unwrap();
+        let sub = subscription(&node, "/j", plain);
+        let lasting = publisher(&node, "/j", plain);
         lasting.publish(int(1)).unwrap();
-        let expiring = node
-            .create_publisher(&endpoint("/j", short), Arc::new(()))
-            .unwrap();
+        let expiring = publisher(&node, "/j", short);
         expiring.publish(int(2)).unwrap();
         lasting.publish(int(3)).unwrap();
         std::thread::sleep(Duration::from_millis(300));
@@ -533,12 +535,8 @@ mod tests {
         let transport = IntraProcess::new();
         let node = node(&transport);
         let qos = QoSProfile::default().lifespan(Duration::from_millis(300));
-        let publisher = node
-            .create_publisher(&endpoint("/p", qos), Arc::new(()))
-            .unwrap();
-        let sub = node
-            .create_subscription(&endpoint("/p", qos), Arc::new(Quiet), Arc::new(()))
-            .unwrap();
+        let publisher = publisher(&node, "/p", qos);
+        let sub = subscription(&node, "/p", qos);
         publisher.publish(int(1)).unwrap();
         std::thread::sleep(Duration::from_millis(400));
         publisher.publish(int(2)).unwrap();

@@ -18,7 +18,9 @@
 //! an item made takeable after it finds `pending == false` and queues a fresh entry. The price
 //! is an occasional entry that finds nothing to take, which is harmless. An entity that stops
 //! after a full batch with items left re-notifies itself, which puts it at the back of the
-//! mailbox: that is what keeps a flooded subscription from starving its neighbours.
+//! mailbox: that is what keeps a flooded subscription from starving its neighbours. (It may
+//! take a few batches in one turn, but only while `ExecContext::others_waiting` says nothing
+//! else waits.)
 //!
 //! The loom model in `executor/loom_tests.rs` checks this protocol on the real worker loop
 //! (`run_worker`, `run_batch`) together with the mailbox's parking: calling `begin` after the
@@ -65,6 +67,10 @@ pub(crate) struct ExecContext<'a> {
     pub(crate) fence: &'a StartFence,
     /// Whether the executor has shut down (a `SeqCst` read: the fence's other side).
     pub(crate) shut_down: &'a dyn Fn() -> bool,
+    /// The worker's mailbox, for [`others_waiting`](Self::others_waiting).
+    pub(crate) mailbox: &'a Mailbox,
+    /// Items of the worker's current round wait after this one.
+    pub(crate) later_in_round: bool,
 }
 
 /// A callback was not started: the executor shut down or the entity stopped it (closed,
@@ -73,6 +79,13 @@ pub(crate) struct ExecContext<'a> {
 pub(crate) struct Refused;
 
 impl ExecContext<'_> {
+    /// Whether other work waits its turn on this worker: later items of this round, or new
+    /// ones in the mailbox (a lock-free hint). An entity working off a backlog goes on only
+    /// while nothing does.
+    pub(crate) fn others_waiting(&self) -> bool {
+        self.later_in_round || self.mailbox.has_items()
+    }
+
     /// Starts a user callback through the worker's start fence (see `fence`): unless the
     /// executor has shut down or `still_wanted` (the entity's stop conditions, read with
     /// `SeqCst`) says no, `f` runs with panics caught and reported. `Ok(None)`: it panicked.

@@ -224,6 +224,8 @@ fn run_batch(
             report,
             fence: &mailbox.fence,
             shut_down: &|| exec.is_shut_down(),
+            mailbox,
+            later_in_round: items.len() > 0,
         };
         match item {
             MailItem::Entity(weak) => {

@@ -238,15 +238,21 @@ impl<T: Message> Drop for SubscriptionState<T> {
     }
 }
 
+/// How many batches a subscription works off in one turn while nothing else waits on its
+/// worker. Going round the mailbox after every batch costs a push and a take; measured, that
+/// was ~6% of the worker's time when a fast publisher had run ahead of it.
+const BACKLOG_BATCHES: usize = 8;
+
 impl<T: Message> SubscriptionEntity<T> {
-    /// Decodes and delivers a taken batch, `arg` making each callback argument.
+    /// Decodes and delivers a taken batch, `arg` making each callback argument. `false` once a
+    /// callback was refused (unsubscribed or shut down): the rest of the batch is dropped.
     fn deliver<I, A: 'static>(
         &self,
         cx: &mut ExecContext<'_>,
         callback: &mut Callback<A>,
         taken: impl Iterator<Item = (Payload, I)>,
         arg: impl Fn(Arc<T>, I) -> A,
-    ) {
+    ) -> bool {
         let host = self.worker.exec.host();
         for (payload, info) in taken {
             let msg = match decode::<T>(payload) {
@@ -266,34 +272,46 @@ impl<T: Message> SubscriptionEntity<T> {
                 still_subscribed,
             );
             if call.is_err() {
-                // Unsubscribed or shut down: the rest of the batch goes too (dropping the
-                // iterator empties the buffer it drains).
-                break;
+                // Dropping the iterator empties the buffer it drains.
+                return false;
             }
         }
+        true
+    }
+
+    /// Takes and delivers one batch; `true` if more messages are queued and delivery goes on.
+    fn take_and_deliver(&self, cx: &mut ExecContext<'_>, receiver: &mut Receiver<T>) -> bool {
+        // One lock for the batch, so a fast publisher and the worker do not take turns on the
+        // queue's mutex for every message.
+        let (more, delivered) = match receiver {
+            Receiver::Message(callback, batch) => {
+                let more = self.port.take_payloads(MAX_BATCH, batch);
+                let taken = batch.drain(..).map(|p| (p, ()));
+                (more, self.deliver(cx, callback, taken, |m, ()| m))
+            }
+            Receiver::WithInfo(callback, batch) => {
+                let more = self.port.take_batch(MAX_BATCH, batch);
+                let taken = batch.drain(..);
+                (more, self.deliver(cx, callback, taken, |m, info| (m, info)))
+            }
+        };
+        more && delivered && !self.closed.load(Ordering::Acquire)
     }
 }
 
 impl<T: Message> Executable for SubscriptionEntity<T> {
     fn execute(&self, cx: &mut ExecContext<'_>) {
-        // One lock for the batch, so a fast publisher and the worker do not take turns on the
-        // queue's mutex for every message.
-        let more = match &mut *lock(&self.receiver) {
-            Receiver::Message(callback, batch) => {
-                let more = self.port.take_payloads(MAX_BATCH, batch);
-                self.deliver(cx, callback, batch.drain(..).map(|p| (p, ())), |m, ()| m);
-                more
+        let mut receiver = lock(&self.receiver);
+        for _ in 0..BACKLOG_BATCHES {
+            if !self.take_and_deliver(cx, &mut receiver) {
+                return;
             }
-            Receiver::WithInfo(callback, batch) => {
-                let more = self.port.take_batch(MAX_BATCH, batch);
-                self.deliver(cx, callback, batch.drain(..), |m, info| (m, info));
-                more
+            if cx.others_waiting() {
+                break;
             }
-        };
-        if more && !self.closed.load(Ordering::Acquire) {
-            // Go to the back of the mailbox, behind the worker's other entities.
-            self.dispatch.notify();
         }
+        // More is queued: to the back of the mailbox, behind the worker's other entities.
+        self.dispatch.notify();
     }
 
     fn dispatch(&self) -> &EntityDispatch {

@@ -100,7 +100,7 @@ impl SubscriptionShared {
     }
 
     /// Keeps metas from now on (a publisher with a lifespan is matching). Messages queued
-    /// before get [`Meta::UNKNOWN`]: they never expire, and came from publishers whose do not.
+    /// before get [`Meta::UNKNOWN`]: they never expire, and came from publishers without one.
     pub(super) fn keep_metas(&self) {
         let mut q = lock(&self.queue);
         if q.metas.is_none() {

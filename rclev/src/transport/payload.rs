@@ -14,8 +14,10 @@ pub enum Payload {
     /// A Rust value shared with every in-process receiver: never copied, never serialized.
     Shared(Arc<dyn Any + Send + Sync>),
     /// CDR bytes with their 4-byte encapsulation header, as a wire transport receives them.
-    /// The node layer decodes them once, with the receiver's [`TypeSupport`].
-    Serialized(Vec<u8>),
+    /// The node layer decodes them once, with the receiver's [`TypeSupport`]. Boxed so that a
+    /// `Payload` is two words: it moves through the in-process hot path in registers
+    /// (measured in a one-thread publish-and-take loop: three words made it ~20% slower).
+    Serialized(Box<Vec<u8>>),
 }
 
 impl Payload {

@@ -45,7 +45,7 @@ fn carry(payload: Payload, from: &TypeSupport, to: &TypeSupport) -> Result<Paylo
     }
     let mut buf = Vec::new();
     payload.cdr(from, &mut buf)?;
-    Ok(Payload::Serialized(buf))
+    Ok(Payload::Serialized(Box::new(buf)))
 }
 
 struct IntraService {

@@ -177,7 +177,7 @@ pub(super) fn create_subscription(
                     if convert {
                         let mut buf = Vec::new();
                         match item.payload.cdr(&p.type_support, &mut buf) {
-                            Ok(_) => item.payload = Payload::Serialized(buf),
+                            Ok(_) => item.payload = Payload::Serialized(Box::new(buf)),
                             // It was encoded when published; cannot fail now.
                             Err(_) => continue,
                         }

@@ -43,9 +43,7 @@ fn carry(payload: Payload, from: &TypeSupport, to: &TypeSupport) -> Result<Paylo
     if from.rust_type == to.rust_type {
         return Ok(payload);
     }
-    let mut buf = Vec::new();
-    payload.cdr(from, &mut buf)?;
-    Ok(Payload::Serialized(Box::new(buf)))
+    payload.to_serialized(from)
 }
 
 struct IntraService {

@@ -175,9 +175,8 @@ pub(super) fn create_subscription(
                 for item in history.iter().filter(|i| !i.meta.expired(&mut now)) {
                     let mut item = item.clone();
                     if convert {
-                        let mut buf = Vec::new();
-                        match item.payload.cdr(&p.type_support, &mut buf) {
-                            Ok(_) => item.payload = Payload::Serialized(Box::new(buf)),
+                        match item.payload.to_serialized(&p.type_support) {
+                            Ok(bytes) => item.payload = bytes,
                             // It was encoded when published; cannot fail now.
                             Err(_) => continue,
                         }

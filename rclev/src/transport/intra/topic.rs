@@ -160,8 +160,9 @@ impl Routes {
         let before = self.list.len();
         self.list
             .retain(|r| !Arc::ptr_eq(&r.subscription, subscription));
-        self.stamp = self.list.iter().any(|r| r.subscription.reads_info);
-        self.convert = self.list.iter().any(|r| r.convert);
+        let kept = std::mem::take(&mut self.list);
+        *self = Routes::default();
+        kept.into_iter().for_each(|r| self.add(r));
         self.list.len() < before
     }
 
@@ -299,16 +300,15 @@ impl IntraPublisher {
         // Serialized once, and only if a subscription of another Rust type needs it; before
         // anything is delivered, so a message that cannot be encoded reaches nobody.
         let converted = match routes.convert {
-            true => {
-                let mut buf = Vec::new();
-                if let Err(error) = item.payload.cdr(&self.shared.type_support, &mut buf) {
+            true => match item.payload.to_serialized(&self.shared.type_support) {
+                Ok(bytes) => Some(bytes),
+                Err(error) => {
                     return Err(DeliveryError {
                         error,
                         value: item.payload,
-                    });
+                    })
                 }
-                Some(Payload::Serialized(Box::new(buf)))
-            }
+            },
             false => None,
         };
         let keeper = match history {

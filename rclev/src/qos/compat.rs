@@ -22,6 +22,9 @@ pub enum QosPolicyKind {
     History,
     /// The lifespan.
     Lifespan,
+    /// A DDS policy ROS 2 has no name for (ownership, data representation, …), as a DDS peer
+    /// may report it: ROS 2's `RMW_QOS_POLICY_INVALID`.
+    Other,
 }
 
 /// Why an offered profile cannot serve a requested one.

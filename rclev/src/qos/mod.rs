@@ -14,7 +14,7 @@ pub(crate) mod compat;
 pub mod event;
 mod options;
 
-pub use compat::{Incompatibility, QosPolicyKind};
+pub use compat::{Incompatibility, QosPolicyKind, QosRole};
 pub use event::{
     CountStatus, IncompatibleQosStatus, LivelinessChangedStatus, MatchedStatus, QosEvent,
     QosEventKind,

@@ -1,0 +1,640 @@
+// rclev's shim over Fast DDS 2.x (see shim.h for what belongs here and what does not).
+
+#include "rclev-dds/cpp/shim.h"
+#include "rclev-dds/src/ffi.rs.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include <fastdds/dds/domain/DomainParticipant.hpp>
+#include <fastdds/dds/domain/DomainParticipantFactory.hpp>
+#include <fastdds/dds/domain/DomainParticipantListener.hpp>
+#include <fastdds/dds/publisher/DataWriter.hpp>
+#include <fastdds/dds/publisher/DataWriterListener.hpp>
+#include <fastdds/dds/publisher/Publisher.hpp>
+#include <fastdds/dds/subscriber/DataReader.hpp>
+#include <fastdds/dds/subscriber/DataReaderListener.hpp>
+#include <fastdds/dds/subscriber/SampleInfo.hpp>
+#include <fastdds/dds/subscriber/Subscriber.hpp>
+#include <fastdds/dds/topic/Topic.hpp>
+#include <fastdds/dds/topic/TopicDataType.hpp>
+#include <fastdds/dds/topic/TypeSupport.hpp>
+#include <fastdds/rtps/common/InstanceHandle.h>
+#include <fastdds/rtps/common/WriteParams.h>
+#include <fastdds/rtps/transport/UDPv4TransportDescriptor.h>
+#include <fastdds/rtps/transport/shared_mem/SharedMemTransportDescriptor.h>
+#include <fastrtps/config.h>
+#include <fastrtps/utils/IPLocator.h>
+
+namespace rclev_dds {
+
+namespace dds = eprosima::fastdds::dds;
+namespace rtps = eprosima::fastrtps::rtps;
+
+namespace {
+
+// ---- conversions -------------------------------------------------------------------------
+
+Guid to_guid(const rtps::GUID_t& g) {
+    Guid out{};
+    std::memcpy(out.bytes.data(), g.guidPrefix.value, 12);
+    std::memcpy(out.bytes.data() + 12, g.entityId.value, 4);
+    return out;
+}
+
+rtps::GUID_t from_guid(const std::array<uint8_t, 16>& bytes) {
+    rtps::GUID_t g;
+    std::memcpy(g.guidPrefix.value, bytes.data(), 12);
+    std::memcpy(g.entityId.value, bytes.data() + 12, 4);
+    return g;
+}
+
+// SequenceNumber_t {high, low} as one signed 64-bit number; "unknown" ({-1, 0}) is -1.
+int64_t to_seq(const rtps::SequenceNumber_t& s) {
+    if (s == rtps::SequenceNumber_t::unknown()) {
+        return -1;
+    }
+    return static_cast<int64_t>(s.to64long());
+}
+
+rtps::SequenceNumber_t from_seq(int64_t s) {
+    if (s < 0) {
+        return rtps::SequenceNumber_t::unknown();
+    }
+    return rtps::SequenceNumber_t(static_cast<uint64_t>(s));
+}
+
+SampleIdentity to_identity(const rtps::SampleIdentity& id) {
+    SampleIdentity out{};
+    out.guid = to_guid(id.writer_guid()).bytes;
+    out.seq = to_seq(id.sequence_number());
+    out.set = id != rtps::SampleIdentity::unknown();
+    return out;
+}
+
+int64_t to_ns(const rtps::Time_t& t) {
+    return static_cast<int64_t>(t.seconds()) * 1000000000LL + t.nanosec();
+}
+
+// Durations cross as nanoseconds, -1 meaning infinite.
+int64_t duration_ns(const eprosima::fastrtps::Duration_t& d) {
+    if (d == eprosima::fastrtps::c_TimeInfinite) {
+        return -1;
+    }
+    return static_cast<int64_t>(d.seconds) * 1000000000LL + d.nanosec;
+}
+
+eprosima::fastrtps::Duration_t from_ns(int64_t ns) {
+    if (ns < 0) {
+        return eprosima::fastrtps::c_TimeInfinite;
+    }
+    return eprosima::fastrtps::Duration_t(static_cast<int32_t>(ns / 1000000000LL),
+                                          static_cast<uint32_t>(ns % 1000000000LL));
+}
+
+uint8_t liveliness_code(dds::LivelinessQosPolicyKind k) {
+    switch (k) {
+        case dds::MANUAL_BY_TOPIC_LIVELINESS_QOS: return 2;
+        case dds::MANUAL_BY_PARTICIPANT_LIVELINESS_QOS: return 1;
+        default: return 0;
+    }
+}
+
+dds::LivelinessQosPolicyKind liveliness_kind(uint8_t code) {
+    switch (code) {
+        case 2: return dds::MANUAL_BY_TOPIC_LIVELINESS_QOS;
+        case 1: return dds::MANUAL_BY_PARTICIPANT_LIVELINESS_QOS;
+        default: return dds::AUTOMATIC_LIVELINESS_QOS;
+    }
+}
+
+rust::Vec<uint8_t> to_vec(const std::vector<uint8_t>& v) {
+    rust::Vec<uint8_t> out;
+    out.reserve(v.size());
+    for (uint8_t b : v) {
+        out.push_back(b);
+    }
+    return out;
+}
+
+std::vector<uint8_t> from_slice(rust::Slice<const uint8_t> s) {
+    return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+// ---- the opaque-CDR type -----------------------------------------------------------------
+
+// A sample as the type sees it: bytes borrowed from Rust when writing, owned when taken.
+struct BlobSample {
+    const uint8_t* ptr = nullptr;
+    uint32_t len = 0;
+    std::vector<uint8_t> owned;
+};
+
+// A TopicDataType that carries the ROS DDS type name and copies CDR bytes as they are
+// (encapsulation header included). Keyless, no TypeObject: ROS 2 endpoints match by topic
+// and type name only.
+class BlobType : public dds::TopicDataType {
+public:
+    explicit BlobType(const std::string& name) {
+        setName(name.c_str());
+        // The initial size of preallocated payloads; they grow as needed
+        // (PREALLOCATED_WITH_REALLOC on every endpoint).
+        m_typeSize = 512;
+        m_isGetKeyDefined = false;
+        auto_fill_type_object(false);
+        auto_fill_type_information(false);
+    }
+
+    bool serialize(void* data, rtps::SerializedPayload_t* payload) override {
+        auto* s = static_cast<BlobSample*>(data);
+        if (payload->max_size < s->len) {
+            payload->reserve(s->len);
+        }
+        std::memcpy(payload->data, s->ptr, s->len);
+        payload->length = s->len;
+        // Byte 1 of the encapsulation header: 1 = little-endian CDR.
+        payload->encapsulation = (s->len > 1 && s->ptr[1] == 1) ? CDR_LE : CDR_BE;
+        return true;
+    }
+
+    bool serialize(void* data, rtps::SerializedPayload_t* payload,
+                   dds::DataRepresentationId_t) override {
+        return serialize(data, payload);
+    }
+
+    bool deserialize(rtps::SerializedPayload_t* payload, void* data) override {
+        auto* s = static_cast<BlobSample*>(data);
+        s->owned.assign(payload->data, payload->data + payload->length);
+        s->ptr = s->owned.data();
+        s->len = payload->length;
+        return true;
+    }
+
+    std::function<uint32_t()> getSerializedSizeProvider(void* data) override {
+        uint32_t len = static_cast<BlobSample*>(data)->len;
+        return [len]() { return len; };
+    }
+
+    std::function<uint32_t()> getSerializedSizeProvider(void* data,
+                                                        dds::DataRepresentationId_t) override {
+        return getSerializedSizeProvider(data);
+    }
+
+    void* createData() override { return new BlobSample(); }
+    void deleteData(void* data) override { delete static_cast<BlobSample*>(data); }
+    bool getKey(void*, rtps::InstanceHandle_t*, bool) override { return false; }
+};
+
+// ---- listeners ---------------------------------------------------------------------------
+
+EndpointEvent make_event(EventKind kind) {
+    EndpointEvent e{};
+    e.kind = kind;
+    return e;
+}
+
+class ReaderListener : public dds::DataReaderListener {
+public:
+    explicit ReaderListener(rust::Box<ReaderSink> sink) : sink_(std::move(sink)) {}
+
+    void on_data_available(dds::DataReader* reader) override {
+        BlobSample sample;
+        dds::SampleInfo info;
+        while (reader->take_next_sample(&sample, &info) == ReturnCode_t::RETCODE_OK) {
+            if (!info.valid_data) {
+                continue;
+            }
+            SampleMeta meta{};
+            meta.identity = to_identity(info.sample_identity);
+            meta.related = to_identity(info.related_sample_identity);
+            meta.source_timestamp_ns = to_ns(info.source_timestamp);
+            meta.reception_timestamp_ns = to_ns(info.reception_timestamp);
+            sink_->on_sample(rust::Slice<const uint8_t>(sample.ptr, sample.len), meta);
+        }
+    }
+
+    void on_subscription_matched(dds::DataReader*,
+                                 const dds::SubscriptionMatchedStatus& s) override {
+        EndpointEvent e = make_event(EventKind::Matched);
+        e.total_count = s.total_count;
+        e.total_count_change = s.total_count_change;
+        e.current_count = s.current_count;
+        e.current_count_change = s.current_count_change;
+        e.peer = to_guid(rtps::iHandle2GUID(s.last_publication_handle)).bytes;
+        sink_->on_event(e);
+    }
+
+    void on_requested_incompatible_qos(dds::DataReader*,
+                                       const dds::RequestedIncompatibleQosStatus& s) override {
+        EndpointEvent e = make_event(EventKind::IncompatibleQos);
+        e.total_count = s.total_count;
+        e.total_count_change = s.total_count_change;
+        e.policy = s.last_policy_id;
+        sink_->on_event(e);
+    }
+
+    void on_requested_deadline_missed(dds::DataReader*,
+                                      const dds::RequestedDeadlineMissedStatus& s) override {
+        EndpointEvent e = make_event(EventKind::DeadlineMissed);
+        e.total_count = s.total_count;
+        e.total_count_change = s.total_count_change;
+        sink_->on_event(e);
+    }
+
+    void on_liveliness_changed(dds::DataReader*,
+                               const dds::LivelinessChangedStatus& s) override {
+        EndpointEvent e = make_event(EventKind::Liveliness);
+        e.total_count = s.alive_count;
+        e.total_count_change = s.not_alive_count;
+        e.current_count = s.alive_count_change;
+        e.current_count_change = s.not_alive_count_change;
+        sink_->on_event(e);
+    }
+
+    void on_sample_lost(dds::DataReader*, const dds::SampleLostStatus& s) override {
+        EndpointEvent e = make_event(EventKind::SampleLost);
+        e.total_count = s.total_count;
+        e.total_count_change = s.total_count_change;
+        sink_->on_event(e);
+    }
+
+private:
+    rust::Box<ReaderSink> sink_;
+};
+
+class WriterListener : public dds::DataWriterListener {
+public:
+    explicit WriterListener(rust::Box<WriterSink> sink) : sink_(std::move(sink)) {}
+
+    void on_publication_matched(dds::DataWriter*,
+                                const dds::PublicationMatchedStatus& s) override {
+        EndpointEvent e = make_event(EventKind::Matched);
+        e.total_count = s.total_count;
+        e.total_count_change = s.total_count_change;
+        e.current_count = s.current_count;
+        e.current_count_change = s.current_count_change;
+        e.peer = to_guid(rtps::iHandle2GUID(s.last_subscription_handle)).bytes;
+        sink_->on_event(e);
+    }
+
+    void on_offered_incompatible_qos(dds::DataWriter*,
+                                     const dds::OfferedIncompatibleQosStatus& s) override {
+        EndpointEvent e = make_event(EventKind::IncompatibleQos);
+        e.total_count = s.total_count;
+        e.total_count_change = s.total_count_change;
+        e.policy = s.last_policy_id;
+        sink_->on_event(e);
+    }
+
+    void on_offered_deadline_missed(dds::DataWriter*,
+                                    const dds::OfferedDeadlineMissedStatus& s) override {
+        EndpointEvent e = make_event(EventKind::DeadlineMissed);
+        e.total_count = s.total_count;
+        e.total_count_change = s.total_count_change;
+        sink_->on_event(e);
+    }
+
+    void on_liveliness_lost(dds::DataWriter*, const dds::LivelinessLostStatus& s) override {
+        EndpointEvent e = make_event(EventKind::Liveliness);
+        e.total_count = s.total_count;
+        e.total_count_change = s.total_count_change;
+        sink_->on_event(e);
+    }
+
+private:
+    rust::Box<WriterSink> sink_;
+};
+
+template <typename Qos>
+EndpointQos proxy_qos(const Qos& q) {
+    EndpointQos out{};
+    out.reliable = q.m_reliability.kind == dds::RELIABLE_RELIABILITY_QOS;
+    out.transient_local = q.m_durability.kind != dds::VOLATILE_DURABILITY_QOS;
+    out.keep_all = false;
+    out.depth = 0;  // SEDP does not carry the history.
+    out.deadline_ns = duration_ns(q.m_deadline.period);
+    out.lifespan_ns = -1;
+    out.liveliness = liveliness_code(q.m_liveliness.kind);
+    out.lease_ns = duration_ns(q.m_liveliness.lease_duration);
+    return out;
+}
+
+class ParticipantListener : public dds::DomainParticipantListener {
+public:
+    explicit ParticipantListener(rust::Box<GraphSink> sink) : sink_(std::move(sink)) {}
+
+    void on_participant_discovery(dds::DomainParticipant*,
+                                  rtps::ParticipantDiscoveryInfo&& info) override {
+        DiscoveredParticipant p{};
+        p.guid = to_guid(info.info.m_guid).bytes;
+        p.alive = info.status == rtps::ParticipantDiscoveryInfo::DISCOVERED_PARTICIPANT ||
+                  info.status == rtps::ParticipantDiscoveryInfo::CHANGED_QOS_PARTICIPANT;
+        p.user_data = to_vec(info.info.m_userData.data_vec());
+        sink_->on_participant(p);
+    }
+
+    void on_subscriber_discovery(dds::DomainParticipant*,
+                                 rtps::ReaderDiscoveryInfo&& info) override {
+        DiscoveredEndpoint e{};
+        e.writer = false;
+        e.alive = info.status == rtps::ReaderDiscoveryInfo::DISCOVERED_READER ||
+                  info.status == rtps::ReaderDiscoveryInfo::CHANGED_QOS_READER;
+        e.guid = to_guid(info.info.guid()).bytes;
+        e.topic = rust::String(info.info.topicName().c_str());
+        e.type_name = rust::String(info.info.typeName().c_str());
+        e.user_data = to_vec(info.info.m_qos.m_userData.data_vec());
+        e.qos = proxy_qos(info.info.m_qos);
+        sink_->on_endpoint(e);
+    }
+
+    void on_publisher_discovery(dds::DomainParticipant*,
+                                rtps::WriterDiscoveryInfo&& info) override {
+        DiscoveredEndpoint e{};
+        e.writer = true;
+        e.alive = info.status == rtps::WriterDiscoveryInfo::DISCOVERED_WRITER ||
+                  info.status == rtps::WriterDiscoveryInfo::CHANGED_QOS_WRITER;
+        e.guid = to_guid(info.info.guid()).bytes;
+        e.topic = rust::String(info.info.topicName().c_str());
+        e.type_name = rust::String(info.info.typeName().c_str());
+        e.user_data = to_vec(info.info.m_qos.m_userData.data_vec());
+        e.qos = proxy_qos(info.info.m_qos);
+        e.qos.lifespan_ns = duration_ns(info.info.m_qos.m_lifespan.duration);
+        sink_->on_endpoint(e);
+    }
+
+private:
+    rust::Box<GraphSink> sink_;
+};
+
+}  // namespace
+
+// ---- participant -------------------------------------------------------------------------
+
+class ParticipantCore {
+public:
+    ParticipantCore(dds::DomainParticipant* participant,
+                    std::unique_ptr<ParticipantListener> listener)
+        : participant_(participant), listener_(std::move(listener)) {
+        publisher_ = participant_->create_publisher(dds::PUBLISHER_QOS_DEFAULT);
+        subscriber_ = participant_->create_subscriber(dds::SUBSCRIBER_QOS_DEFAULT);
+        if (publisher_ == nullptr || subscriber_ == nullptr) {
+            throw std::runtime_error("Fast DDS could not create the publisher or subscriber");
+        }
+    }
+
+    ~ParticipantCore() {
+        // No discovery callback may reach the sink while it is destroyed.
+        participant_->set_listener(nullptr);
+        participant_->delete_contained_entities();
+        dds::DomainParticipantFactory::get_instance()->delete_participant(participant_);
+    }
+
+    // The topic of that name, created with the type of that name on first use. Each
+    // endpoint holds one reference (release_topic gives it back); a topic without endpoints is
+    // deleted, so that the name may later be used with another type.
+    dds::Topic* acquire_topic(const std::string& name, const std::string& type_name) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = topics_.find(name);
+        if (it != topics_.end()) {
+            if (it->second.first->get_type_name() != type_name) {
+                throw std::runtime_error("topic '" + name + "' exists in this participant with type '" +
+                                         it->second.first->get_type_name() + "', not '" +
+                                         type_name + "'");
+            }
+            it->second.second += 1;
+            return it->second.first;
+        }
+        if (participant_->find_type(type_name).empty()) {
+            dds::TypeSupport type(new BlobType(type_name));
+            if (type.register_type(participant_) != ReturnCode_t::RETCODE_OK) {
+                throw std::runtime_error("Fast DDS refused to register type '" + type_name + "'");
+            }
+        }
+        dds::Topic* topic = participant_->create_topic(name, type_name, dds::TOPIC_QOS_DEFAULT);
+        if (topic == nullptr) {
+            throw std::runtime_error("Fast DDS could not create topic '" + name + "'");
+        }
+        topics_.emplace(name, std::make_pair(topic, 1));
+        return topic;
+    }
+
+    void release_topic(const std::string& name) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = topics_.find(name);
+        if (it != topics_.end() && --it->second.second == 0) {
+            participant_->delete_topic(it->second.first);
+            topics_.erase(it);
+        }
+    }
+
+    dds::DomainParticipant* participant_;
+    dds::Publisher* publisher_ = nullptr;
+    dds::Subscriber* subscriber_ = nullptr;
+
+private:
+    std::unique_ptr<ParticipantListener> listener_;
+    std::mutex mutex_;  // guards topics_
+    std::map<std::string, std::pair<dds::Topic*, int>> topics_;
+};
+
+DdsParticipant::DdsParticipant(std::shared_ptr<ParticipantCore> core) : core_(std::move(core)) {}
+DdsParticipant::~DdsParticipant() = default;
+
+Guid DdsParticipant::guid() const { return to_guid(core_->participant_->guid()); }
+
+rust::String engine_version() { return rust::String(FASTRTPS_VERSION_STR); }
+
+std::unique_ptr<DdsParticipant> create_participant(const ParticipantConfig& config,
+                                                   rust::Box<GraphSink> sink) {
+    auto* factory = dds::DomainParticipantFactory::get_instance();
+    // XML profiles named by FASTRTPS_DEFAULT_PROFILES_FILE apply, as in rmw_fastrtps.
+    factory->load_profiles();
+    dds::DomainParticipantQos qos = factory->get_default_participant_qos();
+
+    // Discovery as rmw_fastrtps sets it up for ROS_AUTOMATIC_DISCOVERY_RANGE (rclev's Rust
+    // side has already folded ROS_LOCALHOST_ONLY into the range).
+    auto& builtin = qos.wire_protocol().builtin;
+    auto udp = std::make_shared<eprosima::fastdds::rtps::UDPv4TransportDescriptor>();
+    switch (config.range) {
+        case DiscoveryRange::Off:
+            qos.allocation().participants.initial = 1;
+            qos.allocation().participants.maximum = 1;
+            qos.allocation().participants.increment = 0;
+            builtin.metatrafficMulticastLocatorList.clear();
+            builtin.metatrafficUnicastLocatorList.push_back(rtps::Locator_t());
+            break;
+        case DiscoveryRange::Localhost:
+            builtin.metatrafficMulticastLocatorList.clear();
+            builtin.metatrafficUnicastLocatorList.push_back(rtps::Locator_t());
+            // Participant ids 0..32 on localhost get the announcements: about the number
+            // of ROS 2 processes that can find each other on one host.
+            udp->maxInitialPeersRange = 32;
+            break;
+        case DiscoveryRange::Subnet:
+        case DiscoveryRange::SystemDefault:
+            break;
+    }
+    // Transports: shared memory only when the Rust side knows it safe (the same Fast DDS
+    // release line as the peers'), UDPv4 always.
+    if (config.range == DiscoveryRange::Localhost || !config.shared_memory) {
+        qos.transport().use_builtin_transports = false;
+        if (config.shared_memory) {
+            qos.transport().user_transports.push_back(
+                std::make_shared<eprosima::fastdds::rtps::SharedMemTransportDescriptor>());
+        }
+        qos.transport().user_transports.push_back(udp);
+    }
+    if (config.range == DiscoveryRange::Localhost || config.range == DiscoveryRange::Subnet) {
+        for (const auto& peer : config.static_peers) {
+            std::string address(peer.data(), peer.size());
+            auto resolved = rtps::IPLocator::resolveNameDNS(address);
+            if (resolved.first.empty()) {
+                throw std::runtime_error("cannot resolve ROS_STATIC_PEERS entry '" + address + "'");
+            }
+            rtps::Locator_t locator;
+            rtps::IPLocator::setIPv4(locator, *resolved.first.begin());
+            builtin.initialPeersList.push_back(locator);
+        }
+    }
+    if (config.range == DiscoveryRange::Localhost) {
+        rtps::Locator_t locator;
+        rtps::IPLocator::setIPv4(locator, "127.0.0.1");
+        builtin.initialPeersList.push_back(locator);
+    }
+    if (config.range == DiscoveryRange::Subnet && !builtin.initialPeersList.empty()) {
+        // With static peers, keep announcing on the default multicast group too.
+        rtps::Locator_t locator;
+        rtps::IPLocator::setIPv4(locator, 239, 255, 0, 1);
+        builtin.initialPeersList.push_back(locator);
+    }
+    qos.user_data().data_vec(std::vector<uint8_t>(config.user_data.begin(), config.user_data.end()));
+    qos.name(std::string(config.name.data(), config.name.size()));
+    builtin.readerHistoryMemoryPolicy = rtps::PREALLOCATED_WITH_REALLOC_MEMORY_MODE;
+    builtin.writerHistoryMemoryPolicy = rtps::PREALLOCATED_WITH_REALLOC_MEMORY_MODE;
+
+    auto listener = std::make_unique<ParticipantListener>(std::move(sink));
+    dds::DomainParticipant* participant = factory->create_participant(
+        config.domain_id, qos, listener.get(), dds::StatusMask::none());
+    if (participant == nullptr) {
+        throw std::runtime_error("Fast DDS could not create a participant in domain " +
+                                 std::to_string(config.domain_id));
+    }
+    auto core = std::make_shared<ParticipantCore>(participant, std::move(listener));
+    return std::make_unique<DdsParticipant>(std::move(core));
+}
+
+// ---- writers -----------------------------------------------------------------------------
+
+DdsWriter::DdsWriter(std::shared_ptr<ParticipantCore> core, std::string topic,
+                     dds::DataWriter* writer, std::unique_ptr<dds::DataWriterListener> listener)
+    : core_(std::move(core)), topic_(std::move(topic)), writer_(writer),
+      listener_(std::move(listener)) {}
+
+DdsWriter::~DdsWriter() {
+    writer_->set_listener(nullptr);
+    core_->publisher_->delete_datawriter(writer_);
+    core_->release_topic(topic_);
+}
+
+SampleIdentity DdsWriter::write(rust::Slice<const uint8_t> data,
+                                const SampleIdentity& related) const {
+    BlobSample sample;
+    sample.ptr = data.data();
+    sample.len = static_cast<uint32_t>(data.size());
+    rtps::WriteParams params;
+    if (related.set) {
+        rtps::SampleIdentity id;
+        id.writer_guid(from_guid(related.guid));
+        id.sequence_number(from_seq(related.seq));
+        params.related_sample_identity(id);
+    }
+    if (!writer_->write(&sample, params)) {
+        throw std::runtime_error("Fast DDS DataWriter::write failed on '" + topic_ + "'");
+    }
+    return to_identity(params.sample_identity());
+}
+
+Guid DdsWriter::guid() const { return to_guid(writer_->guid()); }
+
+template <typename Q>
+void apply_common_qos(Q& q, const EndpointQos& in) {
+    q.history().kind = in.keep_all ? dds::KEEP_ALL_HISTORY_QOS : dds::KEEP_LAST_HISTORY_QOS;
+    q.history().depth = in.keep_all ? 1 : static_cast<int32_t>(in.depth);
+    q.reliability().kind =
+        in.reliable ? dds::RELIABLE_RELIABILITY_QOS : dds::BEST_EFFORT_RELIABILITY_QOS;
+    q.durability().kind =
+        in.transient_local ? dds::TRANSIENT_LOCAL_DURABILITY_QOS : dds::VOLATILE_DURABILITY_QOS;
+    q.deadline().period = from_ns(in.deadline_ns);
+    q.liveliness().kind = liveliness_kind(in.liveliness);
+    q.liveliness().lease_duration = from_ns(in.lease_ns);
+    if (in.lease_ns > 0) {
+        // As rmw_fastrtps: announce at 2/3 of the lease.
+        q.liveliness().announcement_period = from_ns(in.lease_ns * 2 / 3);
+    }
+    q.endpoint().history_memory_policy = rtps::PREALLOCATED_WITH_REALLOC_MEMORY_MODE;
+    q.data_sharing().off();
+}
+
+std::unique_ptr<DdsWriter> create_writer(const DdsParticipant& participant, rust::Str topic,
+                                         rust::Str type_name, const EndpointQos& qos,
+                                         rust::Slice<const uint8_t> user_data,
+                                         rust::Box<WriterSink> sink) {
+    auto core = participant.core_;
+    std::string topic_name(topic.data(), topic.size());
+    dds::Topic* t = core->acquire_topic(topic_name, std::string(type_name.data(), type_name.size()));
+    dds::DataWriterQos q = core->publisher_->get_default_datawriter_qos();
+    apply_common_qos(q, qos);
+    q.lifespan().duration = from_ns(qos.lifespan_ns);
+    q.publish_mode().kind = dds::SYNCHRONOUS_PUBLISH_MODE;
+    q.representation().m_value.clear();
+    q.representation().m_value.push_back(dds::XCDR_DATA_REPRESENTATION);
+    q.user_data().data_vec(from_slice(user_data));
+    auto listener = std::make_unique<WriterListener>(std::move(sink));
+    dds::DataWriter* w =
+        core->publisher_->create_datawriter(t, q, listener.get(), dds::StatusMask::all());
+    if (w == nullptr) {
+        core->release_topic(topic_name);
+        throw std::runtime_error("Fast DDS could not create a writer on '" + topic_name + "'");
+    }
+    return std::make_unique<DdsWriter>(core, topic_name, w, std::move(listener));
+}
+
+// ---- readers -----------------------------------------------------------------------------
+
+DdsReader::DdsReader(std::shared_ptr<ParticipantCore> core, std::string topic,
+                     dds::DataReader* reader, std::unique_ptr<dds::DataReaderListener> listener)
+    : core_(std::move(core)), topic_(std::move(topic)), reader_(reader),
+      listener_(std::move(listener)) {}
+
+DdsReader::~DdsReader() {
+    reader_->set_listener(nullptr);
+    core_->subscriber_->delete_datareader(reader_);
+    core_->release_topic(topic_);
+}
+
+Guid DdsReader::guid() const { return to_guid(reader_->guid()); }
+
+std::unique_ptr<DdsReader> create_reader(const DdsParticipant& participant, rust::Str topic,
+                                         rust::Str type_name, const EndpointQos& qos,
+                                         rust::Slice<const uint8_t> user_data,
+                                         rust::Box<ReaderSink> sink) {
+    auto core = participant.core_;
+    std::string topic_name(topic.data(), topic.size());
+    dds::Topic* t = core->acquire_topic(topic_name, std::string(type_name.data(), type_name.size()));
+    dds::DataReaderQos q = core->subscriber_->get_default_datareader_qos();
+    apply_common_qos(q, qos);
+    q.type_consistency().representation.m_value.clear();
+    q.type_consistency().representation.m_value.push_back(dds::XCDR_DATA_REPRESENTATION);
+    q.user_data().data_vec(from_slice(user_data));
+    auto listener = std::make_unique<ReaderListener>(std::move(sink));
+    dds::DataReader* r =
+        core->subscriber_->create_datareader(t, q, listener.get(), dds::StatusMask::all());
+    if (r == nullptr) {
+        core->release_topic(topic_name);
+        throw std::runtime_error("Fast DDS could not create a reader on '" + topic_name + "'");
+    }
+    return std::make_unique<DdsReader>(core, topic_name, r, std::move(listener));
+}
+
+}  // namespace rclev_dds

@@ -1,0 +1,308 @@
+//! The ROS graph as this participant sees it: its own nodes and endpoints (recorded when
+//! created) and every endpoint DDS discovery reports, turned into ROS names and types.
+//!
+//! Remote endpoints carry no node name until the peers' `ros_discovery_info` is read; until
+//! then they belong to rmw's `_NODE_NAME_UNKNOWN_` node, as rmw reports endpoints of bare DDS
+//! participants. Lock order: the graph's mutex is a leaf (nothing else is locked under it,
+//! and no hook is called under it).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use rclev::msg::TypeHash;
+use rclev::transport::{EndpointInfo, EndpointKind, Gid, GraphNotifier, GraphSnapshot, NodeName};
+use rclev::QoSProfile;
+
+use crate::ffi::bridge::{DiscoveredEndpoint, DiscoveredParticipant};
+use crate::ffi::GraphHandler;
+use crate::names::{demangle_topic, demangle_type, parse_user_data, user_data_type_hash, RosTopic};
+use crate::qos::from_dds;
+
+/// The vendor id at the start of every GUID prefix of Eclipse Cyclone DDS participants.
+const VENDOR_CYCLONE: [u8; 2] = [0x01, 0x10];
+
+/// A discovered endpoint that belongs to a ROS topic or service.
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteEndpoint {
+    /// Writer (true) or reader.
+    pub writer: bool,
+    /// The ROS entity behind its DDS topic.
+    pub topic: RosTopic,
+    /// ROS type name (`pkg/msg/Name`, `pkg/srv/Name`).
+    pub type_name: String,
+    pub type_hash: TypeHash,
+    pub qos: QoSProfile,
+    /// Its USER_DATA pairs (`clientid`, `serviceid`, `typehash`).
+    pub user_data: HashMap<String, String>,
+}
+
+impl RemoteEndpoint {
+    /// Whether it is rmw_cyclonedds's (or a Cyclone DDS peer's): such clients and services
+    /// put a 16-byte header before the CDR body.
+    pub fn speaks_cyclone_header(&self, gid: &Gid) -> bool {
+        self.user_data.contains_key("clientid")
+            || self.user_data.contains_key("serviceid")
+            || gid.0[..2] == VENDOR_CYCLONE
+    }
+}
+
+#[derive(Default)]
+struct GraphState {
+    /// Local nodes by registration id.
+    nodes: HashMap<u64, NodeName>,
+    next_node: u64,
+    /// Local endpoints, with their node.
+    local: HashMap<Gid, EndpointInfo>,
+    /// Discovered endpoints of other participants.
+    remote: HashMap<Gid, RemoteEndpoint>,
+    /// Participants discovered and alive, with their enclave.
+    participants: HashMap<[u8; 16], String>,
+}
+
+/// The graph cache of one participant.
+#[derive(Default)]
+pub(crate) struct GraphCache {
+    /// This participant's GUID prefix (set once the participant exists): discovery also
+    /// reports our own endpoints, which are recorded with their node when created instead.
+    own_prefix: OnceLock<[u8; 12]>,
+    state: Mutex<GraphState>,
+    notifier: GraphNotifier,
+}
+
+/// The node rmw names for endpoints whose node it does not know.
+fn unknown_node() -> NodeName {
+    NodeName {
+        name: "_NODE_NAME_UNKNOWN_".into(),
+        namespace: "_NODE_NAMESPACE_UNKNOWN_".into(),
+    }
+}
+
+impl GraphCache {
+    fn state(&self) -> MutexGuard<'_, GraphState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn set_own_prefix(&self, guid: &[u8; 16]) {
+        let mut prefix = [0u8; 12];
+        prefix.copy_from_slice(&guid[..12]);
+        let _ = self.own_prefix.set(prefix);
+    }
+
+    /// Tells every waiter (`wait_for_service`, `wait_for_graph_change`) to look again.
+    pub fn changed(&self) {
+        self.notifier.changed();
+    }
+
+    pub fn notifier(&self) -> &GraphNotifier {
+        &self.notifier
+    }
+
+    /// Registers a local node; returns its id for [`remove_node`](Self::remove_node).
+    pub fn add_node(&self, node: NodeName) -> u64 {
+        let id = {
+            let mut s = self.state();
+            s.next_node += 1;
+            let id = s.next_node;
+            s.nodes.insert(id, node);
+            id
+        };
+        self.changed();
+        id
+    }
+
+    pub fn remove_node(&self, id: u64) {
+        self.state().nodes.remove(&id);
+        self.changed();
+    }
+
+    pub fn add_local(&self, info: EndpointInfo) {
+        self.state().local.insert(info.gid, info);
+        self.changed();
+    }
+
+    pub fn remove_local(&self, gid: &Gid) {
+        if self.state().local.remove(gid).is_some() {
+            self.changed();
+        }
+    }
+
+    /// A discovered endpoint, if it is known and alive.
+    pub fn remote(&self, gid: &Gid) -> Option<RemoteEndpoint> {
+        self.state().remote.get(gid).cloned()
+    }
+
+    /// The QoS every publisher of topic `name` offers (local and discovered), for resolving
+    /// a subscription's `BestAvailable` policies.
+    pub fn offers(&self, name: &str) -> Vec<QoSProfile> {
+        let s = self.state();
+        let topic = RosTopic::Topic(name.to_string());
+        let local = s
+            .local
+            .values()
+            .filter(|e| e.kind == EndpointKind::Publisher && e.name == name)
+            .map(|e| e.qos);
+        let remote = s
+            .remote
+            .values()
+            .filter(|e| e.writer && e.topic == topic)
+            .map(|e| e.qos);
+        local.chain(remote).collect()
+    }
+
+    /// The graph now. Services count once per server or client: by their request reader
+    /// (server) or request writer (client), as rmw lists them.
+    pub fn snapshot(&self) -> GraphSnapshot {
+        let s = self.state();
+        let mut endpoints: Vec<EndpointInfo> = s.local.values().cloned().collect();
+        for (gid, e) in &s.remote {
+            let (name, kind) = match (&e.topic, e.writer) {
+                (RosTopic::Topic(n), true) => (n, EndpointKind::Publisher),
+                (RosTopic::Topic(n), false) => (n, EndpointKind::Subscription),
+                (RosTopic::Request(n), false) => (n, EndpointKind::Service),
+                (RosTopic::Request(n), true) => (n, EndpointKind::Client),
+                (RosTopic::Reply(_), _) => continue,
+            };
+            endpoints.push(EndpointInfo {
+                node: unknown_node(),
+                name: name.clone(),
+                kind,
+                type_name: e.type_name.clone(),
+                type_hash: e.type_hash,
+                gid: *gid,
+                qos: e.qos,
+            });
+        }
+        endpoints.sort_by(|a, b| (&a.name, a.gid).cmp(&(&b.name, b.gid)));
+        GraphSnapshot {
+            nodes: s.nodes.values().cloned().collect(),
+            endpoints,
+        }
+    }
+
+    fn is_own(&self, guid: &[u8; 16]) -> bool {
+        self.own_prefix.get().is_some_and(|p| guid[..12] == p[..])
+    }
+}
+
+impl GraphHandler for GraphCache {
+    fn endpoint(&self, e: &DiscoveredEndpoint) {
+        if self.is_own(&e.guid) {
+            return;
+        }
+        let gid = Gid(e.guid);
+        let changed = {
+            let mut s = self.state();
+            match demangle_topic(&e.topic) {
+                Some(topic) if e.alive => {
+                    let user_data = parse_user_data(&e.user_data);
+                    let endpoint = RemoteEndpoint {
+                        writer: e.writer,
+                        topic,
+                        type_name: demangle_type(&e.type_name),
+                        type_hash: user_data_type_hash(&user_data),
+                        qos: from_dds(&e.qos),
+                        user_data,
+                    };
+                    s.remote.insert(gid, endpoint);
+                    true
+                }
+                _ => s.remote.remove(&gid).is_some(),
+            }
+        };
+        if changed {
+            self.changed();
+        }
+    }
+
+    fn participant(&self, p: &DiscoveredParticipant) {
+        if self.is_own(&p.guid) {
+            return;
+        }
+        {
+            let mut s = self.state();
+            if p.alive {
+                let enclave = parse_user_data(&p.user_data)
+                    .remove("enclave")
+                    .unwrap_or_default();
+                s.participants.insert(p.guid, enclave);
+            } else {
+                s.participants.remove(&p.guid);
+                // Its endpoints go with it (Fast DDS reports them removed too, but a
+                // participant that timed out may not have said goodbye for each).
+                s.remote.retain(|gid, _| gid.0[..12] != p.guid[..12]);
+            }
+        }
+        self.changed();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::bridge::EndpointQos;
+
+    fn discovered(guid: u8, writer: bool, topic: &str, alive: bool) -> DiscoveredEndpoint {
+        let mut g = [guid; 16];
+        g[15] = if writer { 3 } else { 4 };
+        DiscoveredEndpoint {
+            alive,
+            writer,
+            guid: g,
+            topic: topic.into(),
+            type_name: "std_msgs::msg::dds_::String_".into(),
+            user_data:
+                b"typehash=RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18;"
+                    .to_vec(),
+            qos: EndpointQos {
+                reliable: true,
+                transient_local: false,
+                keep_all: false,
+                depth: 0,
+                deadline_ns: -1,
+                lifespan_ns: -1,
+                liveliness: 0,
+                lease_ns: -1,
+            },
+        }
+    }
+
+    #[test]
+    fn discovered_endpoints_show_as_ros_entities() {
+        let g = GraphCache::default();
+        g.set_own_prefix(&[9; 16]);
+        g.endpoint(&discovered(1, true, "rt/chatter", true));
+        g.endpoint(&discovered(2, false, "rq/addRequest", true));
+        g.endpoint(&discovered(2, true, "rr/addReply", true));
+        g.endpoint(&discovered(3, true, "DCPSSomething", true));
+        g.endpoint(&discovered(9, true, "rt/mine", true));
+        let snap = g.snapshot();
+        assert_eq!(snap.count("/chatter", EndpointKind::Publisher), 1);
+        assert_eq!(snap.count("/add", EndpointKind::Service), 1);
+        assert_eq!(snap.endpoints.len(), 2, "{snap:?}");
+        let chatter = &snap.endpoints_of("/chatter", EndpointKind::Publisher)[0];
+        assert_eq!(chatter.type_name, "std_msgs/msg/String");
+        assert_eq!(chatter.node.name, "_NODE_NAME_UNKNOWN_");
+        assert_eq!(
+            chatter.type_hash.to_string(),
+            "RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18"
+        );
+        assert_eq!(g.offers("/chatter").len(), 1);
+        g.endpoint(&discovered(1, true, "rt/chatter", false));
+        assert_eq!(g.snapshot().count("/chatter", EndpointKind::Publisher), 0);
+    }
+
+    #[test]
+    fn a_participant_that_leaves_takes_its_endpoints_along() {
+        let g = GraphCache::default();
+        let mut rx = g.notifier().subscribe();
+        g.endpoint(&discovered(1, true, "rt/chatter", true));
+        g.participant(&DiscoveredParticipant {
+            alive: false,
+            guid: [1; 16],
+            user_data: Vec::new(),
+        });
+        assert!(g.snapshot().endpoints.is_empty());
+        assert!(rx.has_changed().unwrap());
+        rx.mark_unchanged();
+    }
+}

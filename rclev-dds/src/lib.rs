@@ -1,0 +1,38 @@
+//! rclev's DDS transport: rclev nodes as peers of ROS 2 nodes (rclcpp, rclpy), over eProsima
+//! Fast DDS — the engine behind ROS 2's default middleware, `rmw_fastrtps_cpp`.
+//!
+//! ```no_run
+//! # fn main() -> rclev::Result<()> {
+//! let context = rclev_dds::DdsTransport::context()?; // ROS_DOMAIN_ID & co. from the environment
+//! let executor = context.create_basic_executor();
+//! let node = executor.create_node("talker")?;
+//! # Ok(()) }
+//! ```
+//!
+//! The crate is a transport behind rclev's seam ([`rclev::transport::Transport`]); the
+//! wire conventions it follows (names, type names, USER_DATA, QoS, both service mappings)
+//! are in `docs/dds.md`. Layers, from the bottom:
+//!
+//! - `ffi` — the `cxx` bridge to the C++ shim (`cpp/shim.{h,cc}`): plumbing only;
+//! - `config`, `names`, `qos` — the environment, ROS names on DDS, the QoS mapping;
+//! - `graph`, `matched` — what discovery and match events report;
+//! - `topic`, `service` — the ports;
+//! - `transport` — [`DdsTransport`] and its nodes.
+
+mod config;
+mod ffi;
+mod graph;
+mod matched;
+mod names;
+mod qos;
+mod service;
+mod topic;
+mod transport;
+
+pub use config::{DdsOptions, DiscoveryRangeOption, SharedMemory};
+pub use transport::DdsTransport;
+
+/// The Fast DDS release rclev-dds was built against (`2.14.5`).
+pub fn engine_version() -> String {
+    ffi::bridge::engine_version()
+}

@@ -1,0 +1,122 @@
+//! Which peers a writer or reader is matched with, kept from its listener's match events: the
+//! counts `publisher_count`/`subscription_count` report, and the set a service waits on
+//! before it answers a client whose reply reader it has only just discovered.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rclev::transport::{EventHook, Gid};
+
+use crate::ffi::bridge::{EndpointEvent, EventKind};
+use crate::ffi::{ReaderHandler, WriterHandler};
+use crate::graph::GraphCache;
+use crate::qos::{reader_event, writer_event};
+
+/// The peers an endpoint is matched with. Its mutex is a leaf lock.
+#[derive(Default)]
+pub(crate) struct Matched {
+    peers: Mutex<HashSet<Gid>>,
+    changed: Condvar,
+}
+
+impl Matched {
+    fn peers(&self) -> MutexGuard<'_, HashSet<Gid>> {
+        self.peers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies a match event (`current_count_change` +1 or -1 for `peer`).
+    pub fn apply(&self, event: &EndpointEvent) {
+        if event.kind != EventKind::Matched {
+            return;
+        }
+        let peer = Gid(event.peer);
+        {
+            let mut peers = self.peers();
+            if event.current_count_change > 0 {
+                peers.insert(peer);
+            } else if event.current_count_change < 0 {
+                peers.remove(&peer);
+            }
+        }
+        self.changed.notify_all();
+    }
+
+    pub fn count(&self) -> usize {
+        self.peers().len()
+    }
+
+    /// Every matched peer.
+    pub fn all(&self) -> Vec<Gid> {
+        self.peers().iter().copied().collect()
+    }
+
+    /// Waits until a peer for which `wanted` holds is matched, at most `timeout`; says whether
+    /// one is.
+    pub fn wait_for(&self, timeout: Duration, wanted: impl Fn(&Gid) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut peers = self.peers();
+        loop {
+            if peers.iter().any(&wanted) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            peers = self
+                .changed
+                .wait_timeout(peers, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+/// A writer's listener: keeps its matches, tells the graph's waiters, forwards QoS events.
+pub(crate) struct WriterEvents {
+    pub matched: Arc<Matched>,
+    pub graph: Arc<GraphCache>,
+    pub hook: Arc<dyn EventHook>,
+}
+
+impl WriterHandler for WriterEvents {
+    fn event(&self, event: &EndpointEvent) {
+        self.matched.apply(event);
+        if event.kind == EventKind::Matched {
+            self.graph.changed();
+        }
+        if let Some(e) = writer_event(event) {
+            self.hook.event(e);
+        }
+    }
+}
+
+/// What a reader does with a sample.
+pub(crate) trait SampleSink: Send + Sync {
+    fn sample(&self, data: &[u8], meta: &crate::ffi::bridge::SampleMeta);
+}
+
+/// A reader's listener: samples go to `sink`; matches and QoS events as for writers.
+pub(crate) struct ReaderEvents<S> {
+    pub sink: Arc<S>,
+    pub matched: Arc<Matched>,
+    pub graph: Arc<GraphCache>,
+    pub hook: Arc<dyn EventHook>,
+}
+
+impl<S: SampleSink + 'static> ReaderHandler for ReaderEvents<S> {
+    fn sample(&self, data: &[u8], meta: &crate::ffi::bridge::SampleMeta) {
+        self.sink.sample(data, meta);
+    }
+
+    fn event(&self, event: &EndpointEvent) {
+        self.matched.apply(event);
+        if event.kind == EventKind::Matched {
+            self.graph.changed();
+        }
+        if let Some(e) = reader_event(event) {
+            self.hook.event(e);
+        }
+    }
+}

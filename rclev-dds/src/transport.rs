@@ -1,0 +1,282 @@
+//! [`DdsTransport`]: one Fast DDS participant per transport, and the nodes registered on it.
+
+use std::sync::Arc;
+
+use cxx::UniquePtr;
+use tokio::sync::watch;
+
+use rclev::qos::QosEventKind;
+use rclev::transport::{
+    ClientPort, EndpointInfo, EndpointKind, EventHook, GraphSnapshot, NodeName, NodePort,
+    PublisherPort, ReadyHook, ServiceEndpoint, ServicePort, SubscriptionPort, TopicEndpoint,
+    Transport,
+};
+use rclev::{Context, Error, Result};
+
+use crate::config::DdsOptions;
+use crate::ffi::bridge::{self, DdsParticipant, DdsReader, DdsWriter, EndpointQos};
+use crate::ffi::{GraphSink, ReaderSink, WriterSink};
+use crate::graph::GraphCache;
+use crate::matched::{Matched, ReaderEvents, SampleSink, WriterEvents};
+
+/// rclev's DDS transport: rclev nodes as peers of ROS 2 nodes, over eProsima Fast DDS.
+///
+/// ```no_run
+/// use rclev::Context;
+/// let context = rclev_dds::DdsTransport::context().unwrap(); // ROS_DOMAIN_ID etc. from the environment
+/// let executor = context.create_basic_executor();
+/// ```
+pub struct DdsTransport {
+    shared: Arc<Shared>,
+}
+
+/// What the transport's nodes and endpoints share.
+pub(crate) struct Shared {
+    /// Dropped last: every endpoint keeps the C++ participant alive on its own, too.
+    pub participant: UniquePtr<DdsParticipant>,
+    pub graph: Arc<GraphCache>,
+    pub guid: [u8; 16],
+    /// Counter for rmw_cyclonedds-style client and service ids.
+    pub next_service_id: std::sync::atomic::AtomicU32,
+}
+
+/// Fast DDS's errors (C++ exceptions) as rclev's.
+pub(crate) fn engine_error(e: cxx::Exception) -> Error {
+    Error::Transport(e.what().to_string())
+}
+
+impl DdsTransport {
+    /// A transport with the options ROS 2 reads from the environment (`ROS_DOMAIN_ID`,
+    /// `ROS_AUTOMATIC_DISCOVERY_RANGE`, `ROS_STATIC_PEERS`, `ROS_LOCALHOST_ONLY`).
+    pub fn from_env() -> Result<Self> {
+        Self::new(&DdsOptions::from_env()?)
+    }
+
+    /// A transport with the given options.
+    pub fn new(options: &DdsOptions) -> Result<Self> {
+        let engine = crate::engine_version();
+        let graph = Arc::new(GraphCache::default());
+        let sink = Box::new(GraphSink(Box::new(GraphForward(graph.clone()))));
+        let participant = bridge::create_participant(&options.participant_config(&engine), sink)
+            .map_err(engine_error)?;
+        let guid = participant.guid().bytes;
+        graph.set_own_prefix(&guid);
+        Ok(Self {
+            shared: Arc::new(Shared {
+                participant,
+                graph,
+                guid,
+                next_service_id: std::sync::atomic::AtomicU32::new(1),
+            }),
+        })
+    }
+
+    /// A [`Context`] over a transport made [`from_env`](Self::from_env).
+    pub fn context() -> Result<Context> {
+        Ok(Context::with_transport(Arc::new(Self::from_env()?)))
+    }
+
+    /// The participant's GUID (its GUID prefix and entity id `000001c1`).
+    pub fn participant_guid(&self) -> [u8; 16] {
+        self.shared.guid
+    }
+}
+
+/// Hands discovery to the graph cache (the sink owns a reference of its own).
+struct GraphForward(Arc<GraphCache>);
+
+impl crate::ffi::GraphHandler for GraphForward {
+    fn endpoint(&self, e: &bridge::DiscoveredEndpoint) {
+        self.0.endpoint(e)
+    }
+    fn participant(&self, p: &bridge::DiscoveredParticipant) {
+        self.0.participant(p)
+    }
+}
+
+impl Transport for DdsTransport {
+    fn create_node(&self, node: &NodeName) -> Result<Arc<dyn NodePort>> {
+        let id = self.shared.graph.add_node(node.clone());
+        Ok(Arc::new(DdsNode {
+            shared: self.shared.clone(),
+            name: node.clone(),
+            id,
+        }))
+    }
+
+    fn graph(&self) -> GraphSnapshot {
+        self.shared.graph.snapshot()
+    }
+
+    fn graph_changes(&self) -> watch::Receiver<u64> {
+        self.shared.graph.notifier().subscribe()
+    }
+
+    fn supports_event(&self, kind: QosEventKind) -> bool {
+        // Fast DDS reports every status rmw maps, except an incompatible type: it matches by
+        // type name only, so two types of one name cannot be told apart.
+        kind != QosEventKind::IncompatibleType
+    }
+}
+
+/// A node on the DDS graph.
+pub(crate) struct DdsNode {
+    pub shared: Arc<Shared>,
+    pub name: NodeName,
+    id: u64,
+}
+
+impl Drop for DdsNode {
+    fn drop(&mut self) {
+        self.shared.graph.remove_node(self.id);
+    }
+}
+
+/// A DDS writer with its match tracking.
+pub(crate) struct WriterParts {
+    pub writer: UniquePtr<DdsWriter>,
+    pub matched: Arc<Matched>,
+}
+
+/// A DDS reader with its match tracking.
+pub(crate) struct ReaderParts {
+    pub reader: UniquePtr<DdsReader>,
+    pub matched: Arc<Matched>,
+}
+
+impl DdsNode {
+    pub fn new_writer(
+        &self,
+        topic: &str,
+        type_name: &str,
+        qos: &EndpointQos,
+        user_data: &[u8],
+        hook: Arc<dyn EventHook>,
+    ) -> Result<WriterParts> {
+        let matched = Arc::new(Matched::default());
+        let events = WriterEvents {
+            matched: matched.clone(),
+            graph: self.shared.graph.clone(),
+            hook,
+        };
+        let writer = bridge::create_writer(
+            &self.shared.participant,
+            topic,
+            type_name,
+            qos,
+            user_data,
+            Box::new(WriterSink(Box::new(events))),
+        )
+        .map_err(engine_error)?;
+        Ok(WriterParts { writer, matched })
+    }
+
+    pub fn new_reader<S: SampleSink + 'static>(
+        &self,
+        topic: &str,
+        type_name: &str,
+        qos: &EndpointQos,
+        user_data: &[u8],
+        sink: Arc<S>,
+        hook: Arc<dyn EventHook>,
+    ) -> Result<ReaderParts> {
+        let matched = Arc::new(Matched::default());
+        let events = ReaderEvents {
+            sink,
+            matched: matched.clone(),
+            graph: self.shared.graph.clone(),
+            hook,
+        };
+        let reader = bridge::create_reader(
+            &self.shared.participant,
+            topic,
+            type_name,
+            qos,
+            user_data,
+            Box::new(ReaderSink(Box::new(events))),
+        )
+        .map_err(engine_error)?;
+        Ok(ReaderParts { reader, matched })
+    }
+
+    /// Records a local endpoint on the graph; the returned guard removes it again.
+    pub fn announce(&self, info: EndpointInfo) -> Announced {
+        let gid = info.gid;
+        self.shared.graph.add_local(info);
+        Announced {
+            graph: self.shared.graph.clone(),
+            gid,
+        }
+    }
+
+    pub fn endpoint_info(
+        &self,
+        name: &str,
+        kind: EndpointKind,
+        type_name: &str,
+        type_hash: rclev::msg::TypeHash,
+        gid: rclev::transport::Gid,
+        qos: rclev::QoSProfile,
+    ) -> EndpointInfo {
+        EndpointInfo {
+            node: self.name.clone(),
+            name: name.to_string(),
+            kind,
+            type_name: type_name.to_string(),
+            type_hash,
+            gid,
+            qos,
+        }
+    }
+}
+
+/// A local endpoint's place on the graph, withdrawn on drop.
+pub(crate) struct Announced {
+    graph: Arc<GraphCache>,
+    gid: rclev::transport::Gid,
+}
+
+impl Drop for Announced {
+    fn drop(&mut self) {
+        self.graph.remove_local(&self.gid);
+    }
+}
+
+impl NodePort for DdsNode {
+    fn create_publisher(
+        &self,
+        endpoint: &TopicEndpoint,
+        events: Arc<dyn EventHook>,
+    ) -> Result<Arc<dyn PublisherPort>> {
+        Ok(Arc::new(crate::topic::DdsPublisher::new(
+            self, endpoint, events,
+        )?))
+    }
+
+    fn create_subscription(
+        &self,
+        endpoint: &TopicEndpoint,
+        ready: Arc<dyn ReadyHook>,
+        events: Arc<dyn EventHook>,
+    ) -> Result<Arc<dyn SubscriptionPort>> {
+        Ok(crate::topic::DdsSubscription::new(
+            self, endpoint, ready, events,
+        )?)
+    }
+
+    fn create_service(
+        &self,
+        endpoint: &ServiceEndpoint,
+        ready: Arc<dyn ReadyHook>,
+    ) -> Result<Arc<dyn ServicePort>> {
+        Ok(crate::service::DdsService::new(self, endpoint, ready)?)
+    }
+
+    fn create_client(
+        &self,
+        endpoint: &ServiceEndpoint,
+        ready: Arc<dyn ReadyHook>,
+    ) -> Result<Arc<dyn ClientPort>> {
+        Ok(crate::service::DdsClient::new(self, endpoint, ready)?)
+    }
+}

@@ -1,0 +1,144 @@
+//! What the DDS tests share: each runs in a network namespace of its own (only `lo`, made by
+//! the test: `unshare -n`, `ip link set lo up`), with a domain id of its own (Fast DDS's
+//! shared-memory segments are not namespaced), bounded in time; rclpy peers come from the
+//! oracle venv (`bash .ci/oracles`).
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Set inside the namespace, for the re-executed test.
+const INSIDE: &str = "RCLEV_DDS_TEST_NETNS";
+
+/// Runs `body` in a fresh network namespace: the test binary re-executes itself there,
+/// running only `test` (its full name), within `limit`.
+pub fn in_netns(test: &str, limit: Duration, body: impl FnOnce()) {
+    if std::env::var_os(INSIDE).is_some() {
+        body();
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let domain = domain_for(test);
+    let mut child = Command::new("unshare")
+        .args([
+            "-n",
+            "--",
+            "sh",
+            "-c",
+            "ip link set lo up && exec \"$0\" \"$@\"",
+        ])
+        .arg(&exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(INSIDE, "1")
+        .env("ROS_DOMAIN_ID", domain.to_string())
+        .env("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+        .spawn()
+        .expect("unshare (util-linux) runs the test in a network namespace; it needs root");
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{test} failed in its namespace: {status}");
+            return;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{test} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A domain id per test name, so that parallel tests never share Fast DDS shared-memory
+/// ports (which a network namespace does not separate).
+fn domain_for(test: &str) -> u32 {
+    let h = test
+        .bytes()
+        .fold(2166136261u32, |h, b| (h ^ b as u32).wrapping_mul(16777619));
+    1 + h % 200
+}
+
+/// The oracle venv's Python (rclpy on rmw_fastrtps_cpp, Fast DDS 2.14.5).
+pub fn python() -> PathBuf {
+    let venv = std::env::var_os("RCLEV_ORACLE_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/oracle-venv"));
+    venv.join("bin/python")
+}
+
+/// A Python peer script from `tests/peers/`, started with `args`; its stdout is piped.
+pub struct Peer {
+    child: Child,
+    name: String,
+}
+
+impl Peer {
+    pub fn start(script: &str, args: &[&str]) -> Peer {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/peers")
+            .join(script);
+        let child = Command::new(python())
+            .arg("-u")
+            .arg(path)
+            .args(args)
+            .env("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the oracle venv's python (bash .ci/oracles)");
+        Peer {
+            child,
+            name: script.to_string(),
+        }
+    }
+
+    /// Waits for the peer to exit (at most `limit`) and returns its stdout; panics if it
+    /// failed.
+    pub fn finish(mut self, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let mut out = String::new();
+                use std::io::Read;
+                self.child
+                    .stdout
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut out)
+                    .unwrap();
+                assert!(
+                    status.success(),
+                    "peer {} failed ({status}); it printed:\n{out}",
+                    self.name
+                );
+                return out;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("peer {} did not finish within {limit:?}", self.name);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `f` until it holds, at most `limit`.
+pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    f()
+}

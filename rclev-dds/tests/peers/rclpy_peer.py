@@ -1,0 +1,221 @@
+"""A real ROS 2 Jazzy node (rclpy on rmw_fastrtps_cpp) for rclev's DDS interop tests.
+
+    rclpy_peer.py MODE ARGS...
+
+Every mode prints what it saw, one line each, and exits 0 when it saw what it expected,
+1 otherwise; every wait is bounded.
+"""
+
+import sys
+import time
+
+import rclpy
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+from test_msgs.action import Fibonacci
+from test_msgs.msg import BasicTypes
+from test_msgs.srv import BasicTypes as BasicTypesSrv
+
+LIMIT = 20.0
+
+
+def basic(i):
+    return BasicTypes(
+        bool_value=i % 2 == 0,
+        byte_value=bytes([i % 256]),
+        char_value=65 + i % 26,
+        float32_value=0.5 * i,
+        float64_value=-1.25 * i,
+        int8_value=-i % 128,
+        uint8_value=i % 256,
+        int16_value=-300 * i,
+        uint16_value=300 * i,
+        int32_value=-70000 * i,
+        uint32_value=70000 * i,
+        int64_value=-(1 << 40) * i,
+        uint64_value=(1 << 40) * i,
+    )
+
+
+def message(kind, i):
+    return String(data=f"hello from rclpy {i}") if kind == "string" else basic(i)
+
+
+def msg_type(kind):
+    return String if kind == "string" else BasicTypes
+
+
+def qos(spec):
+    """depth[,tl][,be]"""
+    parts = spec.split(",")
+    q = QoSProfile(depth=int(parts[0]))
+    if "tl" in parts:
+        q.durability = DurabilityPolicy.TRANSIENT_LOCAL
+    if "be" in parts:
+        q.reliability = ReliabilityPolicy.BEST_EFFORT
+    return q
+
+
+def spin_until(node, done, limit=LIMIT):
+    deadline = time.monotonic() + limit
+    while not done() and time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    return done()
+
+
+def talker(node, topic, kind, count, qos_spec="10", wait_for_sub="1"):
+    pub = node.create_publisher(msg_type(kind), topic, qos(qos_spec))
+    if wait_for_sub == "1" and not spin_until(node, lambda: pub.get_subscription_count() > 0):
+        print("talker: no subscriber")
+        return 1
+    for i in range(int(count)):
+        pub.publish(message(kind, i))
+        time.sleep(0.02)
+    # Keep the writer alive while the reliable samples are acknowledged and late joiners come.
+    spin_until(node, lambda: False, 2.0 if wait_for_sub == "1" else 6.0)
+    print(f"talker: published {count}")
+    return 0
+
+
+def listener(node, topic, kind, count, qos_spec="10"):
+    got = []
+    node.create_subscription(msg_type(kind), topic, got.append, qos(qos_spec))
+    spin_until(node, lambda: len(got) >= int(count))
+    for m in got:
+        print(f"got {m.data}" if kind == "string" else f"got {m.int64_value} {m.float64_value} {m.uint32_value}")
+    ok = got[: int(count)] == [message(kind, i) for i in range(int(count))]
+    print(f"listener: received {len(got)}")
+    return 0 if ok else 1
+
+
+def server(node, name, count):
+    served = []
+
+    def handle(req, resp):
+        resp.int64_value = req.int64_value + 1
+        resp.bool_value = not req.bool_value
+        resp.string_value = f"rclpy answers '{req.string_value}'"
+        served.append(req.int64_value)
+        return resp
+
+    node.create_service(BasicTypesSrv, name, handle)
+    spin_until(node, lambda: len(served) >= int(count))
+    # Let the last response be acknowledged.
+    spin_until(node, lambda: False, 1.0)
+    print(f"server: served {sorted(served)}")
+    return 0 if len(served) >= int(count) else 1
+
+
+def client(node, name, count):
+    cli = node.create_client(BasicTypesSrv, name)
+    if not cli.wait_for_service(timeout_sec=LIMIT):
+        print("client: wait_for_service timed out")
+        return 1
+    print("client: service available")
+    futures = []
+    for i in range(int(count)):
+        req = BasicTypesSrv.Request(int64_value=100 + i, bool_value=True, string_value=f"call {i}")
+        futures.append((i, cli.call_async(req)))
+    spin_until(node, lambda: all(f.done() for _, f in futures))
+    right = 0
+    for i, f in futures:
+        if not f.done():
+            print(f"client: call {i} unanswered")
+            continue
+        r = f.result()
+        ok = r.int64_value == 2 * (100 + i) and r.string_value == f"rclev answers 'call {i}'"
+        right += ok
+        print(f"client: call {i} -> {r.int64_value} '{r.string_value}' {'ok' if ok else 'WRONG'}")
+    print(f"client: right answers {right}/{count}")
+    return 0 if right == int(count) else 1
+
+
+def action_server(node, name):
+    done = []
+
+    def execute(goal_handle):
+        order = goal_handle.request.order
+        seq = [0, 1]
+        feedback = Fibonacci.Feedback()
+        for i in range(1, order):
+            if goal_handle.is_cancel_requested:
+                goal_handle.canceled()
+                done.append("canceled")
+                print(f"action_server: goal canceled after {len(seq)}")
+                return Fibonacci.Result(sequence=seq)
+            seq.append(seq[i] + seq[i - 1])
+            feedback.sequence = seq
+            goal_handle.publish_feedback(feedback)
+            time.sleep(0.05)
+        goal_handle.succeed()
+        done.append("succeeded")
+        print(f"action_server: goal of order {order} succeeded")
+        return Fibonacci.Result(sequence=seq)
+
+    ActionServer(
+        node,
+        Fibonacci,
+        name,
+        execute_callback=execute,
+        goal_callback=lambda goal: GoalResponse.ACCEPT,
+        cancel_callback=lambda handle: CancelResponse.ACCEPT,
+        callback_group=ReentrantCallbackGroup(),
+    )
+    executor = MultiThreadedExecutor()
+    executor.add_node(node)
+    deadline = time.monotonic() + LIMIT
+    while len(done) < 2 and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    print(f"action_server: {done}")
+    return 0 if sorted(done) == ["canceled", "succeeded"] else 1
+
+
+def action_client(node, name):
+    client = ActionClient(node, Fibonacci, name)
+    if not client.wait_for_server(timeout_sec=LIMIT):
+        print("action_client: server not available")
+        return 1
+    print("action_client: server available")
+    feedback = []
+    send = client.send_goal_async(Fibonacci.Goal(order=6), feedback_callback=lambda f: feedback.append(list(f.feedback.sequence)))
+    if not spin_until(node, send.done) or not send.result().accepted:
+        print("action_client: goal not accepted")
+        return 1
+    result = send.result().get_result_async()
+    spin_until(node, result.done)
+    seq = list(result.result().result.sequence)
+    print(f"action_client: result {seq} status {result.result().status} after {len(feedback)} feedback")
+    ok = seq == [0, 1, 1, 2, 3, 5, 8] and result.result().status == 4 and len(feedback) > 0
+    # A second goal, canceled once its first feedback arrives.
+    feedback2 = []
+    send2 = client.send_goal_async(Fibonacci.Goal(order=1000), feedback_callback=lambda f: feedback2.append(1))
+    spin_until(node, lambda: send2.done() and len(feedback2) > 0)
+    cancel = send2.result().cancel_goal_async()
+    spin_until(node, cancel.done)
+    result2 = send2.result().get_result_async()
+    spin_until(node, result2.done)
+    print(f"action_client: canceled goal status {result2.result().status}, cancel return {cancel.result().return_code}")
+    ok = ok and result2.result().status == 5
+    return 0 if ok else 1
+
+
+def main():
+    mode, args = sys.argv[1], sys.argv[2:]
+    rclpy.init()
+    node = rclpy.create_node(f"rclpy_{mode}")
+    try:
+        rc = globals()[mode](node, *args)
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    main()

@@ -196,3 +196,194 @@ fn rclev_calls_an_rclpy_service() {
         assert!(out.contains("server: served"), "{out}");
     });
 }
+
+mod actions {
+    use super::*;
+    use futures::StreamExt;
+    use rclev::{
+        ActionServerOptions, CancelResponse, GoalEnd, GoalResponse, GoalState, ServerGoalHandle,
+    };
+    use test_msgs::action::{Fibonacci, Fibonacci_Feedback, Fibonacci_Goal, Fibonacci_Result};
+
+    #[test]
+    fn rclpy_action_client_drives_an_rclev_action_server() {
+        in_netns(
+            "actions::rclpy_action_client_drives_an_rclev_action_server",
+            LIMIT,
+            || {
+                let executor = executor();
+                let node = executor.create_node("fibonacci_server").unwrap();
+                let _server = node
+                    .create_action_server::<Fibonacci, _, _, _, _>(
+                        "fibonacci",
+                        ActionServerOptions::default(),
+                        |_id, _goal: &Fibonacci_Goal| GoalResponse::AcceptAndExecute,
+                        |_goal: &ServerGoalHandle<Fibonacci>| CancelResponse::Accept,
+                        |goal: ServerGoalHandle<Fibonacci>| async move {
+                            let mut sequence = vec![0, 1];
+                            for i in 1..goal.goal().order as usize {
+                                if goal.is_cancel_requested() {
+                                    return GoalEnd::Canceled(Fibonacci_Result { sequence });
+                                }
+                                sequence.push(sequence[i] + sequence[i - 1]);
+                                let _ = goal.publish_feedback(Fibonacci_Feedback {
+                                    sequence: sequence.clone(),
+                                });
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                            }
+                            GoalEnd::Succeeded(Fibonacci_Result { sequence })
+                        },
+                    )
+                    .unwrap();
+                let client = Peer::start("rclpy_peer.py", &["action_client", "fibonacci"]);
+                let done = Arc::new(Mutex::new(None));
+                let d = done.clone();
+                std::thread::spawn(move || *d.lock().unwrap() = Some(client.finish(PEER_LIMIT)));
+                assert!(spin_until(&executor, PEER_LIMIT, || done
+                    .lock()
+                    .unwrap()
+                    .is_some()));
+                let out = done.lock().unwrap().take().unwrap();
+                assert!(
+                    out.contains("action_client: result [0, 1, 1, 2, 3, 5, 8] status 4"),
+                    "{out}"
+                );
+                assert!(out.contains("canceled goal status 5"), "{out}");
+            },
+        );
+    }
+
+    #[test]
+    fn rclev_action_client_drives_an_rclpy_action_server() {
+        in_netns(
+            "actions::rclev_action_client_drives_an_rclpy_action_server",
+            LIMIT,
+            || {
+                let executor = executor();
+                let node = executor.create_node("fibonacci_client").unwrap();
+                let client = node.create_action_client::<Fibonacci>("fibonacci").unwrap();
+                let server = Peer::start("rclpy_peer.py", &["action_server", "fibonacci"]);
+                let outcome = Arc::new(Mutex::new(None));
+                let o = outcome.clone();
+                let run = async move {
+                    client.wait_for_server(Some(PEER_LIMIT)).await?;
+                    let goal = client.send_goal(Fibonacci_Goal { order: 6 }).await?;
+                    let mut feedback = goal.feedback()?;
+                    let mut seen = 0;
+                    while feedback.next().await.is_some() {
+                        seen += 1;
+                    }
+                    let (state, result) = goal.result().await?;
+                    // A long goal, canceled after its first feedback.
+                    let long = client.send_goal(Fibonacci_Goal { order: 1000 }).await?;
+                    let mut long_feedback = long.feedback()?;
+                    long_feedback.next().await;
+                    let cancel = long.cancel().await?;
+                    let (long_state, _) = long.result().await?;
+                    *o.lock().unwrap() =
+                        Some((state, result.sequence, seen, cancel.return_code, long_state));
+                    Ok::<_, rclev::Error>(())
+                };
+                let errors = executor.spin(
+                    SpinOptions::default()
+                        .until_promise_resolved(async move { run.await.unwrap() })
+                        .timeout(PEER_LIMIT),
+                );
+                assert!(errors.is_empty(), "{errors:?}");
+                let (state, sequence, seen, cancel_code, long_state) =
+                    outcome.lock().unwrap().take().expect("the goals finished");
+                assert_eq!(state, GoalState::Succeeded);
+                assert_eq!(sequence, vec![0, 1, 1, 2, 3, 5, 8]);
+                assert!(seen > 0, "feedback arrived");
+                assert_eq!(cancel_code, 0);
+                assert_eq!(long_state, GoalState::Canceled);
+                let out = server.finish(PEER_LIMIT);
+                assert!(out.contains("succeeded"), "{out}");
+            },
+        );
+    }
+}
+
+#[test]
+fn an_rclev_sim_time_timer_follows_rclpys_clock() {
+    use rclev::interfaces::rosgraph_msgs::msg::Clock;
+    use rclev::{IntoTimerOptions, NodeOptions, TimerInfo};
+    use std::time::Instant;
+    in_netns(
+        "an_rclev_sim_time_timer_follows_rclpys_clock",
+        LIMIT,
+        || {
+            const BASE: i64 = 1_000_000_000_000; // 1000 s
+            const MS: i64 = 1_000_000;
+            let executor = executor();
+            let node = executor
+                .create_node(NodeOptions::new("sim_node").parameter_override("use_sim_time", true))
+                .unwrap();
+            // Wall instants at which /clock stood still: the pause, as rclev saw it.
+            let last = Arc::new(Mutex::new((i64::MIN, Vec::<(Instant, bool)>::new())));
+            let l = last.clone();
+            let _watch = node
+                .create_subscription::<Clock, _>("/clock", move |c| {
+                    let ns = c.clock.sec as i64 * 1_000_000_000 + c.clock.nanosec as i64;
+                    let mut l = l.lock().unwrap();
+                    let paused = ns == l.0;
+                    l.0 = ns;
+                    l.1.push((Instant::now(), paused));
+                })
+                .unwrap();
+            let calls = Arc::new(Mutex::new(Vec::<(Instant, TimerInfo)>::new()));
+            let c = calls.clone();
+            let _timer = node
+                .create_timer_repeating(
+                    Duration::from_millis(100).node_time(),
+                    move |i: TimerInfo| c.lock().unwrap().push((Instant::now(), i)),
+                )
+                .unwrap();
+            let peer = Peer::start("rclpy_peer.py", &["clock", "1000"]);
+            let done = Arc::new(Mutex::new(None));
+            let d = done.clone();
+            std::thread::spawn(move || *d.lock().unwrap() = Some(peer.finish(PEER_LIMIT)));
+            let end = BASE + 3_000 * MS;
+            assert!(spin_until(&executor, PEER_LIMIT, || {
+                done.lock().unwrap().is_some() && node.get_clock().now().nanos == end
+            }));
+            let _ = executor.spin(SpinOptions::default().timeout(Duration::from_millis(100)));
+            // The first /clock jumps from 0 to 1000 s: one call for the ticks missed on the way.
+            let calls: Vec<_> = calls
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(_, i)| i.expected_call_time.nanos > BASE)
+                .cloned()
+                .collect();
+            // Every 100 ms grid point from the first /clock to the last fired or was counted
+            // missed: 10 at 1x, none while paused, 20 at 2x.
+            let fired: Vec<i64> = calls
+                .iter()
+                .map(|(_, i)| i.expected_call_time.nanos)
+                .collect();
+            let missed: u64 = calls.iter().map(|(_, i)| i.missed_ticks).sum();
+            assert_eq!(fired.len() as u64 + missed, 30, "{fired:?}");
+            assert!(
+                fired.iter().all(|t| (t - BASE) % (100 * MS) == 0),
+                "{fired:?}"
+            );
+            let at_double_speed = fired.iter().filter(|t| **t > BASE + 1_000 * MS).count() as u64;
+            assert!(at_double_speed >= 18, "{fired:?}");
+            // Nothing fired while the clock stood still (between the second and the last paused
+            // /clock rclev received, so a tick released just before the pause may finish).
+            let clock = last.lock().unwrap().1.clone();
+            let paused: Vec<Instant> = clock.iter().filter(|(_, p)| *p).map(|(t, _)| *t).collect();
+            assert!(paused.len() >= 50, "the pause reached rclev");
+            let (from, to) = (paused[1], paused[paused.len() - 30]);
+            let during: Vec<_> = calls
+                .iter()
+                .filter(|(t, _)| *t > from && *t < to)
+                .map(|(_, i)| i.expected_call_time.nanos)
+                .collect();
+            assert!(during.is_empty(), "fired while paused: {during:?}");
+            let out = done.lock().unwrap().take().unwrap();
+            assert!(out.contains("clock: ended"), "{out}");
+        },
+    );
+}

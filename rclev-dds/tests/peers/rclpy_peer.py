@@ -14,7 +14,9 @@ from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalRespons
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
+from builtin_interfaces.msg import Time
 from test_msgs.action import Fibonacci
 from test_msgs.msg import BasicTypes
 from test_msgs.srv import BasicTypes as BasicTypesSrv
@@ -203,6 +205,32 @@ def action_client(node, name):
     print(f"action_client: canceled goal status {result2.result().status}, cancel return {cancel.result().return_code}")
     ok = ok and result2.result().status == 5
     return 0 if ok else 1
+
+
+def clock(node, base_s):
+    """/clock at 100 Hz: 1 s of sim time at 1x, 1 s paused, 2 s of sim time at 2x."""
+    pub = node.create_publisher(Clock, "/clock", 10)
+    if not spin_until(node, lambda: pub.get_subscription_count() > 0):
+        print("clock: no subscriber")
+        return 1
+    base = int(base_s) * 10**9
+
+    def at(ns):
+        pub.publish(Clock(clock=Time(sec=ns // 10**9, nanosec=ns % 10**9)))
+
+    phases = [(100, 10_000_000), (100, 0), (100, 20_000_000)]  # (steps, sim ns per 10 ms step)
+    now = base
+    at(now)
+    for steps, step in phases:
+        for _ in range(steps):
+            time.sleep(0.01)
+            now += step
+            at(now)
+    for _ in range(20):
+        time.sleep(0.01)
+        at(now)
+    print(f"clock: ended at {now}")
+    return 0
 
 
 def main():

@@ -142,12 +142,16 @@ impl<A: ActionType> ActionClientState<A> {
         &self.inner.name
     }
 
-    /// Whether an action server for this name is matched: all three of its services.
+    /// Whether an action server for this name is matched, by rcl_action's rule: all three of
+    /// its services, and a publisher on each of the feedback and status topics (else the
+    /// first feedback or status of a goal sent now could miss the client).
     pub fn server_is_available(&self) -> bool {
         let i = &self.inner;
         i.send_goal.service_is_ready()
             && i.cancel_goal.service_is_ready()
             && i.get_result.service_is_ready()
+            && i.feedback.publisher_count() > 0
+            && i.status.publisher_count() > 0
     }
 
     /// Waits until an action server is available, at most `timeout` ([`Error::Timeout`]

@@ -387,3 +387,115 @@ fn an_rclev_sim_time_timer_follows_rclpys_clock() {
         },
     );
 }
+
+mod qos {
+    use super::*;
+    use rclev::qos::{QosEvent, QosPolicyKind};
+    use rclev::{IntoPrimitiveOptions, QoSProfile};
+
+    #[test]
+    fn a_late_rclpy_subscription_gets_rclevs_transient_local_history() {
+        in_netns(
+            "qos::a_late_rclpy_subscription_gets_rclevs_transient_local_history",
+            LIMIT,
+            || {
+                let executor = executor();
+                let node = executor.create_node("latched_talker").unwrap();
+                let latched = QoSProfile::default().keep_last(5).transient_local();
+                let publisher = node
+                    .create_publisher::<StringMsg>("latched".qos(latched))
+                    .unwrap();
+                for i in 0..3 {
+                    publisher
+                        .publish(StringMsg {
+                            data: format!("hello from rclpy {i}"),
+                        })
+                        .unwrap();
+                }
+                // The subscription joins after the three were published.
+                let listener = Peer::start("rclpy_peer.py", &["listener", "latched", "string", "3", "5,tl"]);
+                let out = listener.finish(PEER_LIMIT);
+                assert!(out.contains("listener: received 3"), "{out}");
+            },
+        );
+    }
+
+    #[test]
+    fn a_late_rclev_subscription_gets_rclpys_transient_local_history() {
+        in_netns(
+            "qos::a_late_rclev_subscription_gets_rclpys_transient_local_history",
+            LIMIT,
+            || {
+                let executor = executor();
+                let node = executor.create_node("late_listener").unwrap();
+                let talker = Peer::start(
+                    "rclpy_peer.py",
+                    &["talker", "latched", "string", "3", "5,tl", "0"],
+                );
+                // The publisher is there and has published (it does so at once, within 60 ms).
+                assert!(eventually(PEER_LIMIT, || node.count_publishers("/latched").unwrap_or(0) == 1));
+                std::thread::sleep(Duration::from_millis(500));
+                let heard = Arc::new(Mutex::new(Vec::new()));
+                let h = heard.clone();
+                let latched = QoSProfile::default().keep_last(5).transient_local();
+                let _sub = node
+                    .create_subscription::<StringMsg, _>("latched".qos(latched), move |m| {
+                        h.lock().unwrap().push(m.data.clone())
+                    })
+                    .unwrap();
+                assert!(spin_until(&executor, PEER_LIMIT, || heard.lock().unwrap().len() == 3));
+                assert_eq!(
+                    *heard.lock().unwrap(),
+                    (0..3).map(|i| format!("hello from rclpy {i}")).collect::<Vec<_>>()
+                );
+                talker.finish(PEER_LIMIT);
+            },
+        );
+    }
+
+    fn incompatible(events: &Arc<Mutex<Vec<QosEvent>>>) -> Option<QosPolicyKind> {
+        events.lock().unwrap().iter().find_map(|e| match e {
+            QosEvent::OfferedIncompatibleQos(s) | QosEvent::RequestedIncompatibleQos(s) => {
+                Some(s.last_policy_kind)
+            }
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn an_incompatible_pair_reports_the_clash_on_both_sides() {
+        in_netns(
+            "qos::an_incompatible_pair_reports_the_clash_on_both_sides",
+            LIMIT,
+            || {
+                let executor = executor();
+                let node = executor.create_node("clash").unwrap();
+                // rclev offers best effort to a reliable rclpy subscription.
+                let offered = Arc::new(Mutex::new(Vec::new()));
+                let o = offered.clone();
+                let publisher = node
+                    .create_publisher::<StringMsg>("clash_a".qos(QoSProfile::sensor_data()))
+                    .unwrap();
+                publisher.set_event_handler(move |e| o.lock().unwrap().push(e));
+                let rclpy_sub = Peer::start("rclpy_peer.py", &["incompatible_sub", "clash_a"]);
+                // rclev requests reliable from a best-effort rclpy publisher.
+                let requested = Arc::new(Mutex::new(Vec::new()));
+                let r = requested.clone();
+                let sub = node
+                    .create_subscription::<StringMsg, _>("clash_b", |_| {})
+                    .unwrap();
+                sub.set_event_handler(move |e| r.lock().unwrap().push(e));
+                let rclpy_pub = Peer::start("rclpy_peer.py", &["incompatible_pub", "clash_b"]);
+                assert!(spin_until(&executor, PEER_LIMIT, || {
+                    incompatible(&offered).is_some() && incompatible(&requested).is_some()
+                }));
+                assert_eq!(incompatible(&offered), Some(QosPolicyKind::Reliability));
+                assert_eq!(incompatible(&requested), Some(QosPolicyKind::Reliability));
+                let out = rclpy_sub.finish(PEER_LIMIT);
+                assert!(out.contains("RELIABILITY"), "{out}");
+                let out = rclpy_pub.finish(PEER_LIMIT);
+                assert!(out.contains("RELIABILITY"), "{out}");
+            },
+        );
+    }
+}

@@ -233,6 +233,32 @@ def clock(node, base_s):
     return 0
 
 
+def incompatible_sub(node, topic):
+    """A reliable subscription that expects a best-effort publisher: reports the clash."""
+    from rclpy.event_handler import SubscriptionEventCallbacks
+
+    seen = []
+    callbacks = SubscriptionEventCallbacks(incompatible_qos=lambda e: seen.append(e.last_policy_kind))
+    node.create_subscription(String, topic, lambda m: None, QoSProfile(depth=10), event_callbacks=callbacks)
+    spin_until(node, lambda: len(seen) > 0)
+    print(f"incompatible_sub: requested incompatible {[str(p) for p in seen]}")
+    spin_until(node, lambda: False, 1.0)
+    return 0 if seen else 1
+
+
+def incompatible_pub(node, topic):
+    """A best-effort publisher that expects a reliable subscription: reports the clash."""
+    from rclpy.event_handler import PublisherEventCallbacks
+
+    seen = []
+    callbacks = PublisherEventCallbacks(incompatible_qos=lambda e: seen.append(e.last_policy_kind))
+    node.create_publisher(String, topic, qos("10,be"), event_callbacks=callbacks)
+    spin_until(node, lambda: len(seen) > 0)
+    print(f"incompatible_pub: offered incompatible {[str(p) for p in seen]}")
+    spin_until(node, lambda: False, 1.0)
+    return 0 if seen else 1
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     rclpy.init()

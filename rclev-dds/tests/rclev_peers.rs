@@ -52,3 +52,144 @@ fn two_participants_exchange_messages() {
         },
     );
 }
+
+/// The `chatter` example (built by `cargo test` with the tests), started with `role`.
+fn chatter(role: &str) -> std::process::Child {
+    let exe = std::env::current_exe().unwrap();
+    let example = exe.parent().unwrap().join("../examples/chatter");
+    std::process::Command::new(&example)
+        .arg(role)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (cargo test builds the examples)",
+                example.display()
+            )
+        })
+}
+
+#[test]
+fn a_killed_peer_process_is_survived_and_its_restart_rediscovered() {
+    use rclev::transport::Gid;
+    in_netns(
+        "a_killed_peer_process_is_survived_and_its_restart_rediscovered",
+        Duration::from_secs(120),
+        || {
+            let executor = dds_context().create_basic_executor();
+            let node = executor.create_node("listener").unwrap();
+            let heard = Arc::new(Mutex::new(Vec::<(Gid, String)>::new()));
+            let h = heard.clone();
+            let sub = node
+                .create_subscription_with_info::<StringMsg, _>("chatter", move |m, info| {
+                    h.lock().unwrap().push((info.publisher_gid, m.data.clone()))
+                })
+                .unwrap();
+            let spin_until = |done: &dyn Fn() -> bool| {
+                let deadline = std::time::Instant::now() + Duration::from_secs(40);
+                while !done() && std::time::Instant::now() < deadline {
+                    let errors =
+                        executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+                    assert!(errors.is_empty(), "{errors:?}");
+                }
+                done()
+            };
+            let mut first = chatter("talker");
+            assert!(spin_until(&|| heard.lock().unwrap().len() >= 3));
+            let first_gid = heard.lock().unwrap()[0].0;
+            // Killed mid-stream, without a goodbye.
+            first.kill().unwrap();
+            first.wait().unwrap();
+            let before = heard.lock().unwrap().len();
+            let mut second = chatter("talker");
+            assert!(spin_until(&|| heard
+                .lock()
+                .unwrap()
+                .iter()
+                .skip(before)
+                .any(|(gid, _)| *gid != first_gid)));
+            let (gid, data) = heard.lock().unwrap().last().unwrap().clone();
+            assert_ne!(gid, first_gid);
+            assert!(data.starts_with("Hello World: "), "{data}");
+            // The dead writer leaves the graph once its participant's lease runs out.
+            assert!(spin_until(&|| sub.get_publisher_count() == 1));
+            second.kill().unwrap();
+            second.wait().unwrap();
+        },
+    );
+}
+
+mod malformed {
+    use super::*;
+    use rclev::interfaces::std_msgs::msg::Int64;
+    use rclev::msg::{CdrError, CdrReader, CdrWriter, Message};
+    use rclev::{Error, ExecutorOptions};
+
+    /// Claims to be `std_msgs/msg/Int64` but holds two: a real Int64 does not decode as it.
+    #[derive(Debug, Clone, PartialEq, Default)]
+    struct Pair(i64, i64);
+
+    impl Message for Pair {
+        const TYPE_NAME: &'static str = Int64::TYPE_NAME;
+        const DDS_TYPE_NAME: &'static str = Int64::DDS_TYPE_NAME;
+        const TYPE_HASH: rclev::msg::TypeHash = Int64::TYPE_HASH;
+        const TYPE_DESCRIPTION: rclev::msg::TypeDescription = Int64::TYPE_DESCRIPTION;
+        fn encode_cdr(&self, w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
+            w.write_i64(self.0);
+            w.write_i64(self.1);
+            Ok(())
+        }
+        fn decode_cdr(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
+            Ok(Self(r.read_i64()?, r.read_i64()?))
+        }
+    }
+
+    #[test]
+    fn a_sample_that_does_not_decode_is_counted_reported_and_survived() {
+        in_netns(
+            "malformed::a_sample_that_does_not_decode_is_counted_reported_and_survived",
+            Duration::from_secs(60),
+            || {
+                let errors = Arc::new(Mutex::new(Vec::new()));
+                let e = errors.clone();
+                let receiver = Context::with_transport(Arc::new(DdsTransport::from_env().unwrap()))
+                    .create_executor(ExecutorOptions {
+                        error_handler: Some(Arc::new(move |err: &Error| {
+                            e.lock().unwrap().push(err.clone())
+                        })),
+                        ..Default::default()
+                    })
+                    .unwrap();
+                let sender = dds_context().create_basic_executor();
+                let node = receiver.create_node("reader").unwrap();
+                let got = Arc::new(Mutex::new(Vec::new()));
+                let g = got.clone();
+                let sub = node
+                    .create_subscription::<Pair, _>("numbers", move |m| {
+                        g.lock().unwrap().push((*m).clone())
+                    })
+                    .unwrap();
+                let writer = sender.create_node("writer").unwrap();
+                let short = writer.create_publisher::<Int64>("numbers").unwrap();
+                let pairs = writer.create_publisher::<Pair>("numbers").unwrap();
+                assert!(eventually(Duration::from_secs(10), || {
+                    short.get_subscription_count() == 1 && pairs.get_subscription_count() == 1
+                }));
+                short.publish(Int64 { data: 7 }).unwrap();
+                pairs.publish(Pair(1, 2)).unwrap();
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while got.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+                    let _ =
+                        receiver.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+                }
+                assert_eq!(*got.lock().unwrap(), vec![Pair(1, 2)]);
+                assert_eq!(sub.malformed_count(), 1);
+                let errors = errors.lock().unwrap();
+                assert!(
+                    matches!(&errors[..], [Error::MalformedMessage { topic, .. }] if topic == "/numbers"),
+                    "{errors:?}"
+                );
+            },
+        );
+    }
+}

@@ -413,7 +413,10 @@ mod qos {
                         .unwrap();
                 }
                 // The subscription joins after the three were published.
-                let listener = Peer::start("rclpy_peer.py", &["listener", "latched", "string", "3", "5,tl"]);
+                let listener = Peer::start(
+                    "rclpy_peer.py",
+                    &["listener", "latched", "string", "3", "5,tl"],
+                );
                 let out = listener.finish(PEER_LIMIT);
                 assert!(out.contains("listener: received 3"), "{out}");
             },
@@ -433,7 +436,10 @@ mod qos {
                     &["talker", "latched", "string", "3", "5,tl", "0"],
                 );
                 // The publisher is there and has published (it does so at once, within 60 ms).
-                assert!(eventually(PEER_LIMIT, || node.count_publishers("/latched").unwrap_or(0) == 1));
+                assert!(eventually(PEER_LIMIT, || node
+                    .count_publishers("/latched")
+                    .unwrap_or(0)
+                    == 1));
                 std::thread::sleep(Duration::from_millis(500));
                 let heard = Arc::new(Mutex::new(Vec::new()));
                 let h = heard.clone();
@@ -443,10 +449,16 @@ mod qos {
                         h.lock().unwrap().push(m.data.clone())
                     })
                     .unwrap();
-                assert!(spin_until(&executor, PEER_LIMIT, || heard.lock().unwrap().len() == 3));
+                assert!(spin_until(&executor, PEER_LIMIT, || heard
+                    .lock()
+                    .unwrap()
+                    .len()
+                    == 3));
                 assert_eq!(
                     *heard.lock().unwrap(),
-                    (0..3).map(|i| format!("hello from rclpy {i}")).collect::<Vec<_>>()
+                    (0..3)
+                        .map(|i| format!("hello from rclpy {i}"))
+                        .collect::<Vec<_>>()
                 );
                 talker.finish(PEER_LIMIT);
             },

@@ -1,0 +1,46 @@
+//! Two processes talking over DDS, or one talking with any ROS 2 node:
+//!
+//! ```sh
+//! cargo run -p rclev-dds --example chatter -- talker     # terminal 1
+//! cargo run -p rclev-dds --example chatter -- listener   # terminal 2
+//! ros2 topic echo /chatter                              # or a real ROS 2 node
+//! ```
+//!
+//! `ROS_DOMAIN_ID`, `ROS_AUTOMATIC_DISCOVERY_RANGE` and `ROS_STATIC_PEERS` apply as in ROS 2.
+
+use std::time::Duration;
+
+use rclev::interfaces::std_msgs::msg::String as StringMsg;
+use rclev::SpinOptions;
+
+fn main() -> Result<(), rclev::Error> {
+    let role = std::env::args().nth(1).unwrap_or_else(|| "talker".into());
+    let executor = rclev_dds::DdsTransport::context()?.create_basic_executor();
+    match role.as_str() {
+        "talker" => {
+            let node = executor.create_node("talker")?;
+            let publisher = node.create_publisher::<StringMsg>("chatter")?;
+            let mut count = 0;
+            let _timer = node.create_timer_repeating(Duration::from_millis(100), move || {
+                count += 1;
+                let data = format!("Hello World: {count}");
+                println!("Publishing: '{data}'");
+                publisher.publish(StringMsg { data }).unwrap();
+            })?;
+            for e in executor.spin(SpinOptions::default()) {
+                eprintln!("{e}");
+            }
+        }
+        "listener" => {
+            let node = executor.create_node("listener")?;
+            let _sub = node.create_subscription::<StringMsg, _>("chatter", |msg| {
+                println!("I heard: '{}'", msg.data);
+            })?;
+            for e in executor.spin(SpinOptions::default()) {
+                eprintln!("{e}");
+            }
+        }
+        other => eprintln!("unknown role {other:?}: talker or listener"),
+    }
+    Ok(())
+}

@@ -7,7 +7,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{eventually, in_netns, Peer};
+use common::{in_netns, spin_until, Peer};
 use rclev::interfaces::example_interfaces::srv::{
     AddTwoInts, AddTwoInts_Request, AddTwoInts_Response,
 };
@@ -20,29 +20,6 @@ const PEER_LIMIT: Duration = Duration::from_secs(40);
 
 fn executor() -> Executor {
     Context::with_transport(Arc::new(DdsTransport::from_env().unwrap())).create_basic_executor()
-}
-
-fn spin_until(executor: &Executor, limit: Duration, done: impl Fn() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + limit;
-    while !done() && std::time::Instant::now() < deadline {
-        for e in executor.spin(SpinOptions::default().timeout(Duration::from_millis(50))) {
-            panic!("error while spinning: {e}");
-        }
-    }
-    done()
-}
-
-/// Waits for a peer on another thread while the executor spins.
-fn finish_while_spinning(executor: &Executor, peer: Peer) -> String {
-    let done = Arc::new(Mutex::new(None));
-    let d = done.clone();
-    std::thread::spawn(move || *d.lock().unwrap() = Some(peer.finish(PEER_LIMIT)));
-    assert!(spin_until(executor, PEER_LIMIT, || done
-        .lock()
-        .unwrap()
-        .is_some()));
-    let out = done.lock().unwrap().take().unwrap();
-    out
 }
 
 #[test]
@@ -72,7 +49,7 @@ fn chatter_flows_both_ways_with_cyclone() {
                 .map(|i| format!("hello from cyclone {i}"))
                 .collect::<Vec<_>>()
         );
-        finish_while_spinning(&executor, talker);
+        common::finish_while_spinning(&executor, talker, PEER_LIMIT);
         // rclev talks (a numbered stream, every 20 ms), Cyclone listens.
         let publisher = node.create_publisher::<StringMsg>("chatter").unwrap();
         let listener = Peer::start("cyclone_peer.py", &["listener", "5"]);
@@ -109,7 +86,7 @@ fn a_cyclone_client_calls_an_rclev_service_with_the_request_header() {
                 })
                 .unwrap();
             let client = Peer::start("cyclone_peer.py", &["client", "5"]);
-            let out = finish_while_spinning(&executor, client);
+            let out = common::finish_while_spinning(&executor, client, PEER_LIMIT);
             assert!(out.contains("client: right answers 5/5"), "{out}");
         },
     );

@@ -7,7 +7,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{eventually, in_netns, Peer};
+use common::{eventually, finish_while_spinning, in_netns, spin_until, Peer};
 use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::{Context, Executor, SpinOptions};
 use rclev_dds::DdsTransport;
@@ -41,17 +41,6 @@ fn basic(i: i64) -> BasicTypes {
     }
 }
 
-/// Spins `executor` until `done` holds (checked every 50 ms), at most `limit`.
-fn spin_until(executor: &Executor, limit: Duration, done: impl Fn() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + limit;
-    while !done() && std::time::Instant::now() < deadline {
-        for e in executor.spin(SpinOptions::default().timeout(Duration::from_millis(50))) {
-            panic!("error while spinning: {e}");
-        }
-    }
-    done()
-}
-
 #[test]
 fn rclpy_publishes_and_rclev_receives() {
     in_netns("rclpy_publishes_and_rclev_receives", LIMIT, || {
@@ -67,9 +56,7 @@ fn rclpy_publishes_and_rclev_receives() {
         let basics = Arc::new(Mutex::new(Vec::new()));
         let b = basics.clone();
         let _basics = node
-            .create_subscription::<BasicTypes, _>("basic", move |m| {
-                b.lock().unwrap().push((*m).clone())
-            })
+            .create_subscription::<BasicTypes, _>("basic", move |m| b.lock().unwrap().push(*m))
             .unwrap();
         let talker = Peer::start("rclpy_peer.py", &["talker", "chatter", "string", "5"]);
         let basic_talker = Peer::start("rclpy_peer.py", &["talker", "basic", "basic", "5"]);
@@ -139,14 +126,7 @@ fn rclpy_calls_an_rclev_service() {
             })
             .unwrap();
         let client = Peer::start("rclpy_peer.py", &["client", "rclev_service", "8"]);
-        let done = Arc::new(Mutex::new(None));
-        let d = done.clone();
-        std::thread::spawn(move || *d.lock().unwrap() = Some(client.finish(PEER_LIMIT)));
-        assert!(spin_until(&executor, PEER_LIMIT, || done
-            .lock()
-            .unwrap()
-            .is_some()));
-        let out = done.lock().unwrap().take().unwrap();
+        let out = finish_while_spinning(&executor, client, PEER_LIMIT);
         assert!(out.contains("client: right answers 8/8"), "{out}");
     });
 }
@@ -236,14 +216,7 @@ mod actions {
                     )
                     .unwrap();
                 let client = Peer::start("rclpy_peer.py", &["action_client", "fibonacci"]);
-                let done = Arc::new(Mutex::new(None));
-                let d = done.clone();
-                std::thread::spawn(move || *d.lock().unwrap() = Some(client.finish(PEER_LIMIT)));
-                assert!(spin_until(&executor, PEER_LIMIT, || done
-                    .lock()
-                    .unwrap()
-                    .is_some()));
-                let out = done.lock().unwrap().take().unwrap();
+                let out = finish_while_spinning(&executor, client, PEER_LIMIT);
                 assert!(
                     out.contains("action_client: result [0, 1, 1, 2, 3, 5, 8] status 4"),
                     "{out}"

@@ -131,6 +131,31 @@ impl Drop for Peer {
     }
 }
 
+/// Spins `executor` until `done` holds (checked every 50 ms), at most `limit`; an error
+/// raised while spinning fails the test.
+pub fn spin_until(executor: &rclev::Executor, limit: Duration, done: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !done() && Instant::now() < deadline {
+        let errors =
+            executor.spin(rclev::SpinOptions::default().timeout(Duration::from_millis(50)));
+        assert!(errors.is_empty(), "errors while spinning: {errors:?}");
+    }
+    done()
+}
+
+/// Waits for `peer` to finish (on another thread) while `executor` spins; its stdout.
+pub fn finish_while_spinning(executor: &rclev::Executor, peer: Peer, limit: Duration) -> String {
+    let done = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let d = done.clone();
+    std::thread::spawn(move || *d.lock().unwrap() = Some(peer.finish(limit)));
+    assert!(spin_until(executor, limit, || done
+        .lock()
+        .unwrap()
+        .is_some()));
+    let out = done.lock().unwrap().take().unwrap();
+    out
+}
+
 /// Polls `f` until it holds, at most `limit`.
 pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;

@@ -14,6 +14,8 @@ mod demo;
 mod plot;
 mod report;
 mod simtime;
+#[cfg(feature = "dds")]
+mod topic;
 
 #[derive(Parser)]
 #[command(
@@ -34,6 +36,10 @@ enum Command {
     /// Run a benchmark.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Topics over DDS: echo, pub.
+    #[cfg(feature = "dds")]
+    #[command(subcommand)]
+    Topic(TopicCommand),
     /// Publish a simulated /clock (in process) and show a sim-time timer following it.
     Clock {
         /// Simulated seconds per wall second.
@@ -48,6 +54,51 @@ enum Command {
         /// How long to run (wall seconds).
         #[arg(long, default_value_t = 5.0)]
         secs: f64,
+    },
+}
+
+/// Topics over DDS (ROS_DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE and ROS_STATIC_PEERS apply).
+#[cfg(feature = "dds")]
+#[derive(Subcommand)]
+enum TopicCommand {
+    /// Prints the messages on a topic as YAML, like `ros2 topic echo`.
+    Echo {
+        /// The topic (`/chatter`, or relative to `/`).
+        topic: String,
+        /// The message type (`std_msgs/msg/String`); found from the topic's publishers when
+        /// left out.
+        #[arg(value_name = "TYPE")]
+        type_name: Option<String>,
+        /// Print one message and exit.
+        #[arg(long)]
+        once: bool,
+        /// Exit after this many messages.
+        #[arg(long)]
+        count: Option<u64>,
+    },
+    /// Publishes a message given as YAML, like `ros2 topic pub`.
+    Pub {
+        /// The topic.
+        topic: String,
+        /// The message type (`std_msgs/msg/String`).
+        #[arg(value_name = "TYPE")]
+        type_name: String,
+        /// The message as YAML (`"{data: hello}"`); fields left out keep their defaults.
+        #[arg(default_value = "{}")]
+        values: String,
+        /// Messages per second.
+        #[arg(short, long, default_value_t = 1.0)]
+        rate: f64,
+        /// Publish one message and exit.
+        #[arg(short = '1', long)]
+        once: bool,
+        /// Publish this many messages and exit.
+        #[arg(short, long)]
+        times: Option<u64>,
+        /// Wait for this many matching subscriptions first (default: 1 with --once or
+        /// --times, else 0).
+        #[arg(short, long)]
+        wait_matching_subscriptions: Option<usize>,
     },
 }
 
@@ -164,6 +215,37 @@ fn run() -> anyhow_free::Result {
             demo::talker_listener(secs, rate)
         }
         Command::Demo(DemoCommand::Fibonacci { order, step_ms }) => demo::fibonacci(order, step_ms),
+        #[cfg(feature = "dds")]
+        Command::Topic(TopicCommand::Echo {
+            topic,
+            type_name,
+            once,
+            count,
+        }) => topic::echo(&topic, type_name.as_deref(), once, count),
+        #[cfg(feature = "dds")]
+        Command::Topic(TopicCommand::Pub {
+            topic,
+            type_name,
+            values,
+            rate,
+            once,
+            times,
+            wait_matching_subscriptions,
+        }) => {
+            let times = if once { Some(1) } else { times };
+            topic::publish(topic::PubOptions {
+                topic: &topic,
+                type_name: &type_name,
+                values: &values,
+                rate,
+                times,
+                wait_matching: wait_matching_subscriptions.unwrap_or(if times.is_some() {
+                    1
+                } else {
+                    0
+                }),
+            })
+        }
         Command::Bench(BenchCommand::Pubsub {
             messages,
             secs,

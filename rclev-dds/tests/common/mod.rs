@@ -76,8 +76,9 @@ pub struct Peer {
 
 impl Peer {
     pub fn start(script: &str, args: &[&str]) -> Peer {
+        // From rclev-dds's tests and from rclev-cli's (which include this file).
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/peers")
+            .join("../rclev-dds/tests/peers")
             .join(script);
         let child = Command::new(python())
             .arg("-u")

@@ -10,11 +10,13 @@ use crate::error::{Error, Result};
 
 pub mod cdr;
 mod description;
+mod dynamic;
 
 pub use cdr::{CdrError, CdrReader, CdrWriter};
 pub use description::{
     FieldDescription, IndividualTypeDescription, TypeDescription, TypeHash, TypeInfo,
 };
+pub use dynamic::{DynamicMessage, Value};
 
 use crate::interfaces::builtin_interfaces::msg::Time;
 use crate::interfaces::unique_identifier_msgs::msg::UUID;

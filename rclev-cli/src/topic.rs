@@ -1,0 +1,504 @@
+//! `rclev topic echo` and `rclev topic pub` over DDS, for every message type rclev knows
+//! (`rclev::interfaces::MESSAGE_TYPES`): messages are decoded and encoded by their type
+//! description ([`DynamicMessage`]), printed and read as YAML like `ros2 topic echo/pub`.
+//!
+//! The commands use the transport directly (a node and one endpoint, no executor): a tool
+//! that prints what arrives needs no callbacks.
+
+use std::any::{Any, TypeId};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rclev::msg::{DynamicMessage, TypeInfo, Value};
+use rclev::transport::{
+    NodeName, NodePort, Payload, ReadyHook, TopicEndpoint, Transport, TypeSupport,
+};
+use rclev::{Error, QoSProfile};
+use rclev_dds::DdsTransport;
+
+use crate::anyhow_free::Result;
+
+/// The type `pkg/msg/Name` among those rclev knows.
+fn known_type(name: &str) -> Result<TypeInfo> {
+    rclev::interfaces::MESSAGE_TYPES
+        .iter()
+        .find(|t| t.type_name == name)
+        .copied()
+        .ok_or_else(|| format!("message type '{name}' is not one rclev knows").into())
+}
+
+/// Encodes a [`DynamicMessage`] payload (looked up by its type name).
+fn serialize_dynamic(value: &(dyn Any + Send + Sync), buf: &mut Vec<u8>) -> rclev::Result<()> {
+    let msg = value
+        .downcast_ref::<DynamicMessage>()
+        .ok_or_else(|| Error::Transport("not a DynamicMessage".into()))?;
+    let info = known_type(&msg.type_name).map_err(|e| Error::Transport(e.to_string()))?;
+    buf.extend_from_slice(&msg.encode(&info.description)?);
+    Ok(())
+}
+
+/// The CLI receives bytes and decodes them itself, with the description.
+fn deserialize_unsupported(_: &[u8]) -> rclev::Result<Arc<dyn Any + Send + Sync>> {
+    Err(Error::Transport(
+        "the CLI decodes payloads by type description".into(),
+    ))
+}
+
+fn type_support(info: TypeInfo) -> TypeSupport {
+    TypeSupport {
+        info,
+        rust_type: TypeId::of::<DynamicMessage>(),
+        serialize: serialize_dynamic,
+        deserialize: deserialize_unsupported,
+    }
+}
+
+/// `chatter` → `/chatter` (the CLI's node lives in `/`).
+fn absolute(topic: &str) -> String {
+    if topic.starts_with('/') {
+        topic.to_string()
+    } else {
+        format!("/{topic}")
+    }
+}
+
+fn cli_node(transport: &DdsTransport, what: &str) -> Result<Arc<dyn NodePort>> {
+    Ok(transport.create_node(&NodeName {
+        name: format!("rclev_{what}_{}", std::process::id()),
+        namespace: "/".into(),
+    })?)
+}
+
+/// Waits up to `limit` for a publisher on `topic` and returns its type.
+fn discover_type(transport: &DdsTransport, topic: &str, limit: Duration) -> Result<String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let graph = transport.graph();
+        if let Some(t) = graph
+            .topic_names_and_types()
+            .into_iter()
+            .find(|(name, _)| name == topic)
+            .and_then(|(_, types)| types.into_iter().next())
+        {
+            return Ok(t);
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "no publisher on {topic} within {limit:?}: give the type (rclev topic echo {topic} pkg/msg/Type)"
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Wakes the echo loop.
+struct Wake(mpsc::SyncSender<()>);
+
+impl ReadyHook for Wake {
+    fn ready(&self) {
+        let _ = self.0.try_send(());
+    }
+}
+
+/// `rclev topic echo`.
+pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>) -> Result {
+    let topic = absolute(topic);
+    let transport = DdsTransport::from_env()?;
+    let node = cli_node(&transport, "echo")?;
+    // Wait for a publisher first, as `ros2 topic echo` does: its type, and its QoS to adapt
+    // to. Without one (the type given), subscribe with the default QoS.
+    let discovered = discover_type(
+        &transport,
+        &topic,
+        Duration::from_secs(if type_name.is_some() { 2 } else { 5 }),
+    );
+    let (type_name, qos) = match (type_name, discovered) {
+        (_, Ok(found)) => (
+            type_name.map(str::to_string).unwrap_or(found),
+            QoSProfile::best_available(),
+        ),
+        (Some(given), Err(_)) => (given.to_string(), QoSProfile::default()),
+        (None, Err(e)) => return Err(e),
+    };
+    let info = known_type(&type_name)?;
+    let (tx, rx) = mpsc::sync_channel(1);
+    let sub = node.create_subscription(
+        &TopicEndpoint {
+            name: topic.clone(),
+            type_support: type_support(info),
+            // With a publisher present: whatever it offers, as `ros2 topic echo` does.
+            qos,
+            reads_message_info: false,
+        },
+        Arc::new(Wake(tx)),
+        Arc::new(()),
+    )?;
+    let limit = if once { Some(1) } else { count };
+    let mut printed = 0u64;
+    let mut batch = Vec::new();
+    loop {
+        let _ = rx.recv_timeout(Duration::from_millis(500));
+        loop {
+            let more = sub.take_payloads(16, &mut batch);
+            for payload in batch.drain(..) {
+                let Payload::Serialized(bytes) = payload else {
+                    continue;
+                };
+                match DynamicMessage::decode(&info.description, &bytes) {
+                    Ok(msg) => {
+                        println!("{}---", to_yaml(&msg));
+                        printed += 1;
+                    }
+                    Err(e) => eprintln!("rclev: a message on {topic} did not decode: {e}"),
+                }
+                if limit.is_some_and(|l| printed >= l) {
+                    return Ok(());
+                }
+            }
+            if !more {
+                break;
+            }
+        }
+    }
+}
+
+/// Options of `rclev topic pub`.
+pub struct PubOptions<'a> {
+    /// Fully qualified or relative topic.
+    pub topic: &'a str,
+    /// `pkg/msg/Name`.
+    pub type_name: &'a str,
+    /// The message, as YAML (`"{data: hello}"`); fields left out keep their defaults.
+    pub values: &'a str,
+    /// Messages per second.
+    pub rate: f64,
+    /// How many to publish (`None`: until interrupted).
+    pub times: Option<u64>,
+    /// Subscriptions to wait for before the first message.
+    pub wait_matching: usize,
+}
+
+/// `rclev topic pub`.
+pub fn publish(o: PubOptions<'_>) -> Result {
+    let topic = absolute(o.topic);
+    let info = known_type(o.type_name)?;
+    let msg = from_yaml(&info, o.values)?;
+    let cdr = msg.encode(&info.description)?;
+    let transport = DdsTransport::from_env()?;
+    let node = cli_node(&transport, "pub")?;
+    let publisher = node.create_publisher(
+        &TopicEndpoint {
+            name: topic.clone(),
+            type_support: type_support(info),
+            qos: QoSProfile::default(),
+            reads_message_info: false,
+        },
+        Arc::new(()),
+    )?;
+    if o.wait_matching > 0 {
+        println!(
+            "Waiting for at least {} matching subscription(s)...",
+            o.wait_matching
+        );
+        while publisher.subscription_count() < o.wait_matching {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    println!("publisher: beginning loop");
+    let period = Duration::from_secs_f64(1.0 / o.rate.max(1e-3));
+    let mut next = Instant::now();
+    let mut n = 0u64;
+    while o.times.is_none_or(|t| n < t) {
+        n += 1;
+        publisher
+            .publish(Payload::Serialized(Box::new(cdr.clone())))
+            .map_err(|e| e.error)?;
+        println!("publishing #{n}: {}", to_flow_yaml(&msg));
+        next += period;
+        if o.times.is_some_and(|t| n >= t) {
+            break;
+        }
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    // Reliable delivery of the last message needs the writer a moment longer.
+    std::thread::sleep(Duration::from_millis(500));
+    Ok(())
+}
+
+/// Builds a message from YAML: a mapping of field names to values (nested mappings for
+/// nested messages, lists for arrays); fields left out keep their defaults.
+pub fn from_yaml(info: &TypeInfo, text: &str) -> Result<DynamicMessage> {
+    let docs =
+        yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| format!("invalid YAML: {e}"))?;
+    let mut msg = DynamicMessage::default_of(&info.description)?;
+    match docs.first() {
+        None | Some(yaml_rust2::Yaml::Null) => {}
+        Some(yaml) => fill(info, &mut msg, yaml, "")?,
+    }
+    Ok(msg)
+}
+
+fn fill(info: &TypeInfo, msg: &mut DynamicMessage, yaml: &yaml_rust2::Yaml, path: &str) -> Result {
+    let yaml_rust2::Yaml::Hash(map) = yaml else {
+        return Err(format!("{}: a mapping of field names is expected", or_root(path)).into());
+    };
+    for (key, value) in map {
+        let name = key
+            .as_str()
+            .ok_or_else(|| format!("{}: field names are strings", or_root(path)))?;
+        let field_path = format!("{path}{}{name}", if path.is_empty() { "" } else { "." });
+        let type_name = msg.type_name.clone();
+        let slot = msg
+            .get_mut(name)
+            .ok_or_else(|| format!("{type_name} has no field '{name}'"))?;
+        *slot = convert(info, &type_name, name, slot, value, &field_path)?;
+    }
+    Ok(())
+}
+
+fn or_root(path: &str) -> &str {
+    if path.is_empty() {
+        "the message"
+    } else {
+        path
+    }
+}
+
+/// A YAML value as the kind `template` has.
+fn convert(
+    info: &TypeInfo,
+    type_name: &str,
+    field: &str,
+    template: &Value,
+    yaml: &yaml_rust2::Yaml,
+    path: &str,
+) -> Result<Value> {
+    use yaml_rust2::Yaml;
+    let wrong = |what: &str| -> Box<dyn std::error::Error + Send + Sync> {
+        format!("{path}: {what} expected, not {yaml:?}").into()
+    };
+    Ok(match template {
+        Value::Bool(_) => Value::Bool(yaml.as_bool().ok_or_else(|| wrong("true or false"))?),
+        Value::Int(_) => Value::Int(yaml.as_i64().ok_or_else(|| wrong("an integer"))?),
+        Value::UInt(_) => Value::UInt(
+            yaml.as_i64()
+                .and_then(|i| u64::try_from(i).ok())
+                .ok_or_else(|| wrong("a non-negative integer"))?,
+        ),
+        Value::Float(_) => Value::Float(match yaml {
+            Yaml::Real(_) => yaml.as_f64().ok_or_else(|| wrong("a number"))?,
+            Yaml::Integer(i) => *i as f64,
+            _ => return Err(wrong("a number")),
+        }),
+        Value::String(_) => Value::String(match yaml {
+            Yaml::String(s) => s.clone(),
+            Yaml::Integer(i) => i.to_string(),
+            Yaml::Real(r) => r.clone(),
+            Yaml::Boolean(b) => b.to_string(),
+            _ => return Err(wrong("a string")),
+        }),
+        Value::Message(m) => {
+            let mut m = m.clone();
+            fill(info, &mut m, yaml, path)?;
+            Value::Message(m)
+        }
+        Value::Array(_) => {
+            let Yaml::Array(items) = yaml else {
+                return Err(wrong("a list"));
+            };
+            let element = DynamicMessage::element_default(&info.description, type_name, field)?;
+            Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| {
+                        convert(
+                            info,
+                            type_name,
+                            field,
+                            &element,
+                            item,
+                            &format!("{path}[{i}]"),
+                        )
+                    })
+                    .collect::<Result<_>>()?,
+            )
+        }
+    })
+}
+
+/// A message as `ros2 topic echo` prints it (block YAML).
+pub fn to_yaml(msg: &DynamicMessage) -> String {
+    let mut out = String::new();
+    write_fields(&mut out, msg, 0);
+    out
+}
+
+fn write_fields(out: &mut String, msg: &DynamicMessage, indent: usize) {
+    for (name, value) in &msg.fields {
+        out.push_str(&" ".repeat(indent));
+        out.push_str(name);
+        out.push(':');
+        write_value(out, value, indent);
+    }
+}
+
+/// Writes a value after `key:` (scalars on the line, the rest on the lines below).
+fn write_value(out: &mut String, value: &Value, indent: usize) {
+    match value {
+        Value::Message(m) => {
+            out.push('\n');
+            write_fields(out, m, indent + 2);
+        }
+        Value::Array(items) if items.is_empty() => out.push_str(" []\n"),
+        Value::Array(items) => {
+            out.push('\n');
+            for item in items {
+                out.push_str(&" ".repeat(indent));
+                out.push('-');
+                match item {
+                    Value::Message(m) => {
+                        // The first field on the dash's line, the rest under it.
+                        let mut inner = String::new();
+                        write_fields(&mut inner, m, indent + 2);
+                        out.push(' ');
+                        out.push_str(inner.trim_start());
+                    }
+                    Value::Array(_) => write_value(out, item, indent + 2),
+                    scalar => {
+                        out.push(' ');
+                        out.push_str(&scalar_text(scalar));
+                        out.push('\n');
+                    }
+                }
+            }
+        }
+        scalar => {
+            out.push(' ');
+            out.push_str(&scalar_text(scalar));
+            out.push('\n');
+        }
+    }
+}
+
+fn scalar_text(v: &Value) -> String {
+    match v {
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        Value::Float(f) => format!("{f:?}"),
+        Value::String(s) => quote(s),
+        Value::Array(_) | Value::Message(_) => to_flow_value(v),
+    }
+}
+
+/// A YAML string, quoted when plain text would read as something else.
+fn quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.trim() == s
+        && !s.starts_with([
+            '-', '?', '!', '&', '*', '#', '|', '>', '@', '`', '%', '\'', '"', '[', '{',
+        ])
+        && !s.contains(": ")
+        && !s.contains(" #")
+        && !s
+            .chars()
+            .any(|c| c.is_control() || matches!(c, '{' | '}' | '[' | ']' | ','))
+        && s.parse::<f64>().is_err()
+        && !matches!(
+            s.to_ascii_lowercase().as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "~"
+        );
+    if plain {
+        s.to_string()
+    } else if s.chars().any(|c| c.is_control()) {
+        format!("{s:?}")
+    } else {
+        format!("'{}'", s.replace('\'', "''"))
+    }
+}
+
+/// A message on one line (`{data: hello}`), for `topic pub`'s log.
+fn to_flow_yaml(msg: &DynamicMessage) -> String {
+    to_flow_value(&Value::Message(msg.clone()))
+}
+
+fn to_flow_value(v: &Value) -> String {
+    match v {
+        Value::Message(m) => {
+            let fields: Vec<String> = m
+                .fields
+                .iter()
+                .map(|(n, v)| format!("{n}: {}", to_flow_value(v)))
+                .collect();
+            format!("{{{}}}", fields.join(", "))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(to_flow_value).collect();
+            format!("[{}]", items.join(", "))
+        }
+        scalar => scalar_text(scalar),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rclev::interfaces::geometry_msgs::msg::PoseStamped;
+    use rclev::interfaces::std_msgs::msg::{Float64MultiArray, String as StringMsg};
+    use rclev::msg::{from_cdr, Message};
+
+    #[test]
+    fn yaml_in_and_out_like_ros2() {
+        let info = TypeInfo::of::<StringMsg>();
+        let msg = from_yaml(&info, "{data: hello}").unwrap();
+        assert_eq!(to_yaml(&msg), "data: hello\n");
+        let info = TypeInfo::of::<PoseStamped>();
+        let msg = from_yaml(
+            &info,
+            "{header: {frame_id: map}, pose: {position: {x: 1, y: 2.5}}}",
+        )
+        .unwrap();
+        let decoded: PoseStamped = from_cdr(&msg.encode(&info.description).unwrap()).unwrap();
+        assert_eq!(decoded.header.frame_id, "map");
+        assert_eq!(
+            (decoded.pose.position.x, decoded.pose.position.y),
+            (1.0, 2.5)
+        );
+        let text = to_yaml(&msg);
+        assert!(
+            text.starts_with(
+                "header:\n  stamp:\n    sec: 0\n    nanosec: 0\n  frame_id: map\npose:\n"
+            ),
+            "{text}"
+        );
+        let info = TypeInfo::of::<Float64MultiArray>();
+        let msg = from_yaml(
+            &info,
+            "{layout: {dim: [{label: x, size: 2, stride: 2}]}, data: [1, 2.5]}",
+        )
+        .unwrap();
+        assert_eq!(
+            to_yaml(&msg),
+            "layout:\n  dim:\n  - label: x\n    size: 2\n    stride: 2\n  data_offset: 0\ndata:\n- 1.0\n- 2.5\n"
+        );
+        assert_eq!(Float64MultiArray::TYPE_NAME, info.type_name);
+    }
+
+    #[test]
+    fn bad_yaml_is_an_error_that_names_the_field() {
+        let info = TypeInfo::of::<PoseStamped>();
+        let e = from_yaml(&info, "{pose: {position: {x: abc}}}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pose.position.x"), "{e}");
+        let e = from_yaml(&info, "{nope: 1}").unwrap_err().to_string();
+        assert!(e.contains("no field 'nope'"), "{e}");
+        assert!(from_yaml(&info, "{pose: [").is_err());
+        assert_eq!(quote(""), "''");
+        assert_eq!(quote("1.5"), "'1.5'");
+        assert_eq!(quote("it's: here"), "'it''s: here'");
+    }
+}

@@ -17,9 +17,11 @@
 //! - `config`, `names`, `qos` — the environment, ROS names on DDS, the QoS mapping;
 //! - `graph`, `matched` — what discovery and match events report;
 //! - `topic`, `service` — the ports;
-//! - `transport` — [`DdsTransport`] and its nodes.
+//! - `transport` — [`DdsTransport`] and its nodes;
+//! - [`engine`] — the same Fast DDS set-up without rclev's layers (raw CDR), for benchmarks.
 
 mod config;
+pub mod engine;
 mod ffi;
 mod graph;
 mod matched;

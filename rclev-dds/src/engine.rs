@@ -1,0 +1,147 @@
+//! Fast DDS through rclev's shim with none of rclev's layers: raw CDR bytes on DDS topics,
+//! received on Fast DDS's listener thread. For measuring what rclev's layers cost
+//! (`rclev bench pubsub --transport dds` runs it side by side with rclev) and for tools
+//! that move bytes; nodes should use [`DdsTransport`](crate::DdsTransport).
+
+use std::sync::Arc;
+
+use cxx::UniquePtr;
+
+use rclev::{QoSProfile, Result};
+
+use crate::config::DdsOptions;
+use crate::ffi::bridge::{self, DdsParticipant, DdsReader, DdsWriter, SampleMeta};
+use crate::ffi::{GraphHandler, GraphSink, ReaderSink, WriterSink};
+use crate::matched::{Matched, ReaderEvents, SampleSink, WriterEvents};
+use crate::topic::NO_IDENTITY;
+use crate::transport::engine_error;
+
+/// Ignores discovery (the engine keeps no graph).
+struct NoGraph;
+
+impl GraphHandler for NoGraph {
+    fn endpoint(&self, _: &bridge::DiscoveredEndpoint) {}
+    fn participant(&self, _: &bridge::DiscoveredParticipant) {}
+}
+
+/// A DDS participant set up as [`DdsTransport`](crate::DdsTransport)'s is.
+pub struct Participant {
+    inner: UniquePtr<DdsParticipant>,
+    graph: Arc<crate::graph::GraphCache>,
+}
+
+/// A DDS writer of raw CDR.
+pub struct Writer {
+    inner: UniquePtr<DdsWriter>,
+    matched: Arc<Matched>,
+}
+
+/// A DDS reader whose samples go to a closure on Fast DDS's listener thread.
+pub struct Reader {
+    _inner: UniquePtr<DdsReader>,
+    matched: Arc<Matched>,
+}
+
+/// Hands samples to the user's closure.
+struct Callback<F>(F);
+
+impl<F: Fn(&[u8]) + Send + Sync> SampleSink for Callback<F> {
+    fn sample(&self, data: &[u8], _: &SampleMeta) {
+        (self.0)(data)
+    }
+}
+
+impl Participant {
+    /// A participant with `options` (domain, discovery range, shared memory).
+    pub fn new(options: &DdsOptions) -> Result<Self> {
+        let config = options.participant_config(&crate::engine_version());
+        let inner = bridge::create_participant(&config, Box::new(GraphSink(Box::new(NoGraph))))
+            .map_err(engine_error)?;
+        Ok(Self {
+            inner,
+            graph: Arc::default(),
+        })
+    }
+
+    /// A writer on DDS topic `topic` (no ROS prefix added) of DDS type `type_name`, with the
+    /// QoS `qos` maps to (resolved as for a publisher).
+    pub fn create_writer(&self, topic: &str, type_name: &str, qos: &QoSProfile) -> Result<Writer> {
+        let qos = qos.resolve(rclev::qos::QosRole::Publisher, &[]);
+        let matched = Arc::new(Matched::default());
+        let events = WriterEvents {
+            matched: matched.clone(),
+            graph: self.graph.clone(),
+            hook: Arc::new(()),
+        };
+        let inner = bridge::create_writer(
+            &self.inner,
+            topic,
+            type_name,
+            &crate::qos::to_dds(&qos),
+            &[],
+            Box::new(WriterSink(Box::new(events))),
+        )
+        .map_err(engine_error)?;
+        Ok(Writer { inner, matched })
+    }
+
+    /// A reader on `topic` of `type_name` that calls `on_sample` with each sample's CDR bytes
+    /// (encapsulation header included) on Fast DDS's listener thread.
+    pub fn create_reader(
+        &self,
+        topic: &str,
+        type_name: &str,
+        qos: &QoSProfile,
+        on_sample: impl Fn(&[u8]) + Send + Sync + 'static,
+    ) -> Result<Reader> {
+        let qos = qos.resolve(rclev::qos::QosRole::Subscription, &[]);
+        let matched = Arc::new(Matched::default());
+        let events = ReaderEvents {
+            sink: Arc::new(Callback(on_sample)),
+            matched: matched.clone(),
+            graph: self.graph.clone(),
+            hook: Arc::new(()),
+        };
+        let inner = bridge::create_reader(
+            &self.inner,
+            topic,
+            type_name,
+            &crate::qos::to_dds(&qos),
+            &[],
+            Box::new(ReaderSink(Box::new(events))),
+        )
+        .map_err(engine_error)?;
+        Ok(Reader {
+            _inner: inner,
+            matched,
+        })
+    }
+}
+
+impl Writer {
+    /// Writes one sample: CDR with its encapsulation header.
+    pub fn write(&self, cdr: &[u8]) -> Result<()> {
+        self.inner.write(cdr, &NO_IDENTITY).map_err(engine_error)?;
+        Ok(())
+    }
+
+    /// Readers matched now.
+    pub fn matched(&self) -> usize {
+        self.matched.count()
+    }
+}
+
+impl Reader {
+    /// Writers matched now.
+    pub fn matched(&self) -> usize {
+        self.matched.count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_engine_reports_its_version() {
+        assert!(crate::engine_version().starts_with("2."));
+    }
+}

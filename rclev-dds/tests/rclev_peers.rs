@@ -323,3 +323,115 @@ mod discovery {
         );
     }
 }
+
+mod qos_over_dds {
+    use super::*;
+    use rclev::qos::QosEvent;
+    use rclev::{IntoPrimitiveOptions, QoSProfile};
+
+    #[test]
+    fn missed_deadlines_are_reported_on_both_sides() {
+        in_netns(
+            "qos_over_dds::missed_deadlines_are_reported_on_both_sides",
+            Duration::from_secs(60),
+            || {
+                let a = dds_context().create_basic_executor();
+                let b = dds_context().create_basic_executor();
+                let qos = QoSProfile::default().deadline(Duration::from_millis(100));
+                let publisher = a
+                    .create_node("p")
+                    .unwrap()
+                    .create_publisher::<StringMsg>("beat".qos(qos))
+                    .unwrap();
+                let offered = Arc::new(Mutex::new(Vec::new()));
+                let o = offered.clone();
+                publisher.set_event_handler(move |e| o.lock().unwrap().push(e));
+                let node = b.create_node("s").unwrap();
+                let sub = node
+                    .create_subscription::<StringMsg, _>("beat".qos(qos), |_| {})
+                    .unwrap();
+                let requested = Arc::new(Mutex::new(Vec::new()));
+                let r = requested.clone();
+                sub.set_event_handler(move |e| r.lock().unwrap().push(e));
+                assert!(eventually(Duration::from_secs(10), || publisher
+                    .get_subscription_count()
+                    == 1));
+                publisher
+                    .publish(StringMsg {
+                        data: "once".into(),
+                    })
+                    .unwrap();
+                // Then silence: both sides see their deadline pass.
+                let missed = |log: &Arc<Mutex<Vec<QosEvent>>>| {
+                    log.lock().unwrap().iter().any(|e| {
+                    matches!(
+                        e,
+                        QosEvent::OfferedDeadlineMissed(s) | QosEvent::RequestedDeadlineMissed(s) if s.total_count > 0
+                    )
+                })
+                };
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while !(missed(&offered) && missed(&requested))
+                    && std::time::Instant::now() < deadline
+                {
+                    let _ = a.spin(SpinOptions::default().timeout(Duration::from_millis(20)));
+                    let _ = b.spin(SpinOptions::default().timeout(Duration::from_millis(20)));
+                }
+                assert!(missed(&offered), "{:?}", offered.lock().unwrap());
+                assert!(missed(&requested), "{:?}", requested.lock().unwrap());
+            },
+        );
+    }
+
+    #[test]
+    fn a_late_joiner_gets_only_what_has_not_outlived_its_lifespan() {
+        in_netns(
+            "qos_over_dds::a_late_joiner_gets_only_what_has_not_outlived_its_lifespan",
+            Duration::from_secs(60),
+            || {
+                let a = dds_context().create_basic_executor();
+                let talker = a.create_node("p").unwrap();
+                let latched = QoSProfile::default().keep_last(5).transient_local();
+                let short = talker
+                    .create_publisher::<StringMsg>(
+                        "short".qos(latched.lifespan(Duration::from_millis(200))),
+                    )
+                    .unwrap();
+                let long = talker
+                    .create_publisher::<StringMsg>("long".qos(latched))
+                    .unwrap();
+                short
+                    .publish(StringMsg {
+                        data: "stale".into(),
+                    })
+                    .unwrap();
+                long.publish(StringMsg {
+                    data: "kept".into(),
+                })
+                .unwrap();
+                std::thread::sleep(Duration::from_millis(600));
+                let b = dds_context().create_basic_executor();
+                let node = b.create_node("late").unwrap();
+                let heard = Arc::new(Mutex::new(Vec::new()));
+                let (h1, h2) = (heard.clone(), heard.clone());
+                let _s = node
+                    .create_subscription::<StringMsg, _>("short".qos(latched), move |m| {
+                        h1.lock().unwrap().push(m.data.clone())
+                    })
+                    .unwrap();
+                let _l = node
+                    .create_subscription::<StringMsg, _>("long".qos(latched), move |m| {
+                        h2.lock().unwrap().push(m.data.clone())
+                    })
+                    .unwrap();
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while heard.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+                    let _ = b.spin(SpinOptions::default().timeout(Duration::from_millis(20)));
+                }
+                // A little longer, for the stale one to show up if it (wrongly) would.
+                let _ = b.spin(SpinOptions::default().timeout(Duration::from_millis(300)));
+                assert_eq!(*heard.lock().unwrap(), vec!["kept".to_string()]);
+            },
+        );
+    }
+}

@@ -435,3 +435,22 @@ mod qos_over_dds {
         );
     }
 }
+
+#[test]
+fn an_unresolvable_static_peer_is_an_error() {
+    in_netns(
+        "an_unresolvable_static_peer_is_an_error",
+        Duration::from_secs(60),
+        || {
+            let mut options = rclev_dds::DdsOptions::from_env().unwrap();
+            options.static_peers = vec!["no-such-host.invalid".into()];
+            match DdsTransport::new(&options) {
+                Err(rclev::Error::Transport(reason)) => {
+                    assert!(reason.contains("no-such-host.invalid"), "{reason}")
+                }
+                Err(other) => panic!("{other:?}"),
+                Ok(_) => panic!("an unresolvable peer was accepted"),
+            }
+        },
+    );
+}

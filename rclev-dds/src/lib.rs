@@ -20,6 +20,8 @@
 //! - `transport` — [`DdsTransport`] and its nodes;
 //! - [`engine`] — the same Fast DDS set-up without rclev's layers (raw CDR), for benchmarks.
 
+#![warn(missing_docs)]
+
 mod config;
 pub mod engine;
 mod ffi;

@@ -454,3 +454,52 @@ fn an_unresolvable_static_peer_is_an_error() {
         },
     );
 }
+
+#[test]
+fn the_raw_engine_moves_bytes_and_talks_to_rclev() {
+    use rclev::msg::Message;
+    in_netns(
+        "the_raw_engine_moves_bytes_and_talks_to_rclev",
+        Duration::from_secs(60),
+        || {
+            let options = rclev_dds::DdsOptions::from_env().unwrap();
+            let engine = rclev_dds::engine::Participant::new(&options).unwrap();
+            let got = Arc::new(Mutex::new(Vec::<Vec<u8>>::new()));
+            let g = got.clone();
+            let qos = rclev::QoSProfile::default();
+            let reader = engine
+                .create_reader("rt/chatter", StringMsg::DDS_TYPE_NAME, &qos, move |b| {
+                    g.lock().unwrap().push(b.to_vec())
+                })
+                .unwrap();
+            // An rclev publisher in another participant: the engine reads its CDR as it is.
+            let executor = dds_context().create_basic_executor();
+            let publisher = executor
+                .create_node("talker")
+                .unwrap()
+                .create_publisher::<StringMsg>("chatter")
+                .unwrap();
+            let writer = engine
+                .create_writer("rt/chatter", StringMsg::DDS_TYPE_NAME, &qos)
+                .unwrap();
+            assert!(eventually(Duration::from_secs(10), || {
+                publisher.get_subscription_count() == 1
+                    && reader.matched() >= 1
+                    && writer.matched() >= 1
+            }));
+            let msg = StringMsg { data: "raw".into() };
+            publisher.publish(msg.clone()).unwrap();
+            assert!(eventually(Duration::from_secs(10), || !got
+                .lock()
+                .unwrap()
+                .is_empty()));
+            assert_eq!(got.lock().unwrap()[0], rclev::msg::to_cdr(&msg).unwrap());
+            writer.write(&rclev::msg::to_cdr(&msg).unwrap()).unwrap();
+            assert!(eventually(Duration::from_secs(10), || got
+                .lock()
+                .unwrap()
+                .len()
+                == 2));
+        },
+    );
+}

@@ -104,12 +104,16 @@ pub(crate) fn user_data_type_hash(pairs: &HashMap<String, String>) -> TypeHash {
 }
 
 /// The 16-byte id rmw_cyclonedds gives a client or service (`clientid=`/`serviceid=`): the
-/// first 12 bytes of the participant GUID and a big-endian counter, as dot-separated hex
-/// bytes.
-pub(crate) fn cyclone_service_id(participant_guid: &[u8; 16], counter: u32) -> String {
+/// first 12 bytes of the participant GUID and a big-endian counter.
+pub(crate) fn cyclone_service_id(participant_guid: &[u8; 16], counter: u32) -> [u8; 16] {
     let mut bytes = [0u8; 16];
     bytes[..12].copy_from_slice(&participant_guid[..12]);
     bytes[12..].copy_from_slice(&counter.to_be_bytes());
+    bytes
+}
+
+/// Such an id as USER_DATA writes it: dot-separated hex bytes.
+pub(crate) fn id_text(bytes: &[u8; 16]) -> String {
     bytes
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -192,7 +196,7 @@ mod tests {
     fn cyclone_ids_look_like_rmw_cyclonedds_ones() {
         let guid = [1u8, 16, 0xab, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 0, 1, 0xc1];
         assert_eq!(
-            cyclone_service_id(&guid, 7),
+            id_text(&cyclone_service_id(&guid, 7)),
             "01.10.ab.03.04.05.06.07.08.09.0a.0b.00.00.00.07"
         );
     }

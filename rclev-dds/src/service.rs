@@ -33,7 +33,7 @@ use rclev::{Error, QoSProfile, Result};
 use crate::ffi::bridge::{DdsReader, DdsWriter, SampleIdentity, SampleMeta};
 use crate::graph::GraphCache;
 use crate::matched::{Matched, SampleSink};
-use crate::names::{cyclone_service_id, endpoint_user_data, service_topics, RosTopic};
+use crate::names::{cyclone_service_id, endpoint_user_data, id_text, service_topics, RosTopic};
 use crate::qos::to_dds;
 use crate::topic::{require_encapsulation, with_cdr, NO_IDENTITY};
 use crate::transport::{engine_error, Announced, DdsNode};
@@ -226,11 +226,15 @@ impl DdsService {
         endpoint: &ServiceEndpoint,
         ready: Arc<dyn ReadyHook>,
     ) -> Result<Arc<Self>> {
-        let (reader_qos, writer_qos) = service_qos(&endpoint.qos)?;
-        let (request_topic, reply_topic) =
-            service_topics(&endpoint.name, endpoint.qos.avoid_ros_namespace_conventions);
+        let Setup {
+            reader_qos,
+            writer_qos,
+            request_topic,
+            reply_topic,
+            id,
+            ..
+        } = Setup::new(node, endpoint)?;
         let types = &endpoint.types;
-        let id = service_id(node);
         let graph = node.shared.graph.clone();
         let inbox = Arc::new(RequestInbox {
             name: endpoint.name.clone(),
@@ -363,22 +367,39 @@ impl Drop for DdsService {
     }
 }
 
-/// The QoS of a service's reader and writer (both directions use the endpoint's profile).
-fn service_qos(qos: &QoSProfile) -> Result<(QoSProfile, QoSProfile)> {
-    let reader = qos.resolve(QosRole::Subscription, &[]);
-    let writer = qos.resolve(QosRole::Publisher, &[]);
-    reader.validate()?;
-    writer.validate()?;
-    Ok((reader, writer))
+/// What a server and a client both start from.
+struct Setup {
+    /// The resolved QoS of its reader and of its writer (both directions use the endpoint's
+    /// profile).
+    reader_qos: QoSProfile,
+    writer_qos: QoSProfile,
+    /// `rq/<name>Request`, `rr/<name>Reply`.
+    request_topic: String,
+    reply_topic: String,
+    /// Its rmw_cyclonedds-style id (`clientid=`/`serviceid=`), as text and as bytes.
+    id: String,
+    id_bytes: [u8; 16],
 }
 
-/// A new rmw_cyclonedds-style id for a client or service of this participant.
-fn service_id(node: &DdsNode) -> String {
-    let n = node
-        .shared
-        .next_service_id
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    cyclone_service_id(&node.shared.guid, n)
+impl Setup {
+    fn new(node: &DdsNode, endpoint: &ServiceEndpoint) -> Result<Self> {
+        let reader_qos = endpoint.qos.resolve(QosRole::Subscription, &[]);
+        let writer_qos = endpoint.qos.resolve(QosRole::Publisher, &[]);
+        reader_qos.validate()?;
+        writer_qos.validate()?;
+        let (request_topic, reply_topic) =
+            service_topics(&endpoint.name, endpoint.qos.avoid_ros_namespace_conventions);
+        let n = node.shared.next_service_id.fetch_add(1, Ordering::Relaxed);
+        let id_bytes = cyclone_service_id(&node.shared.guid, n);
+        Ok(Self {
+            reader_qos,
+            writer_qos,
+            request_topic,
+            reply_topic,
+            id: id_text(&id_bytes),
+            id_bytes,
+        })
+    }
 }
 
 /// Responses as the listener receives them, filtered to this client's.
@@ -437,15 +458,17 @@ impl DdsClient {
         endpoint: &ServiceEndpoint,
         ready: Arc<dyn ReadyHook>,
     ) -> Result<Arc<Self>> {
-        let (reader_qos, writer_qos) = service_qos(&endpoint.qos)?;
-        let (request_topic, reply_topic) =
-            service_topics(&endpoint.name, endpoint.qos.avoid_ros_namespace_conventions);
+        let Setup {
+            reader_qos,
+            writer_qos,
+            request_topic,
+            reply_topic,
+            id,
+            id_bytes,
+        } = Setup::new(node, endpoint)?;
         let types = &endpoint.types;
-        let id = service_id(node);
-        let id_bytes: Vec<u8> = id
-            .split('.')
-            .filter_map(|b| u8::from_str_radix(b.trim(), 16).ok())
-            .collect();
+        // The header's client id: the unique half of the 16-byte id (rmw_cyclonedds uses an
+        // instance handle; any 8 bytes the client filters replies on will do).
         let mut header_id = [0u8; 8];
         header_id.copy_from_slice(&id_bytes[8..16]);
         let inbox = Arc::new(ResponseInbox {

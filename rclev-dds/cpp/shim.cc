@@ -188,9 +188,29 @@ public:
 
 // ---- listeners ---------------------------------------------------------------------------
 
-EndpointEvent make_event(EventKind kind) {
+// DDS statuses as EndpointEvents: the counting ones share their fields' names.
+template <typename Status>
+EndpointEvent counted(EventKind kind, const Status& s) {
     EndpointEvent e{};
     e.kind = kind;
+    e.total_count = s.total_count;
+    e.total_count_change = s.total_count_change;
+    return e;
+}
+
+template <typename Status>
+EndpointEvent matched(const Status& s, const rtps::InstanceHandle_t& peer) {
+    EndpointEvent e = counted(EventKind::Matched, s);
+    e.current_count = s.current_count;
+    e.current_count_change = s.current_count_change;
+    e.peer = to_guid(rtps::iHandle2GUID(peer)).bytes;
+    return e;
+}
+
+template <typename Status>
+EndpointEvent incompatible(const Status& s) {
+    EndpointEvent e = counted(EventKind::IncompatibleQos, s);
+    e.policy = s.last_policy_id;
     return e;
 }
 
@@ -216,35 +236,23 @@ public:
 
     void on_subscription_matched(dds::DataReader*,
                                  const dds::SubscriptionMatchedStatus& s) override {
-        EndpointEvent e = make_event(EventKind::Matched);
-        e.total_count = s.total_count;
-        e.total_count_change = s.total_count_change;
-        e.current_count = s.current_count;
-        e.current_count_change = s.current_count_change;
-        e.peer = to_guid(rtps::iHandle2GUID(s.last_publication_handle)).bytes;
-        sink_->on_event(e);
+        sink_->on_event(matched(s, s.last_publication_handle));
     }
 
     void on_requested_incompatible_qos(dds::DataReader*,
                                        const dds::RequestedIncompatibleQosStatus& s) override {
-        EndpointEvent e = make_event(EventKind::IncompatibleQos);
-        e.total_count = s.total_count;
-        e.total_count_change = s.total_count_change;
-        e.policy = s.last_policy_id;
-        sink_->on_event(e);
+        sink_->on_event(incompatible(s));
     }
 
     void on_requested_deadline_missed(dds::DataReader*,
                                       const dds::RequestedDeadlineMissedStatus& s) override {
-        EndpointEvent e = make_event(EventKind::DeadlineMissed);
-        e.total_count = s.total_count;
-        e.total_count_change = s.total_count_change;
-        sink_->on_event(e);
+        sink_->on_event(counted(EventKind::DeadlineMissed, s));
     }
 
     void on_liveliness_changed(dds::DataReader*,
                                const dds::LivelinessChangedStatus& s) override {
-        EndpointEvent e = make_event(EventKind::Liveliness);
+        EndpointEvent e{};
+        e.kind = EventKind::Liveliness;
         e.total_count = s.alive_count;
         e.total_count_change = s.not_alive_count;
         e.current_count = s.alive_count_change;
@@ -253,10 +261,7 @@ public:
     }
 
     void on_sample_lost(dds::DataReader*, const dds::SampleLostStatus& s) override {
-        EndpointEvent e = make_event(EventKind::SampleLost);
-        e.total_count = s.total_count;
-        e.total_count_change = s.total_count_change;
-        sink_->on_event(e);
+        sink_->on_event(counted(EventKind::SampleLost, s));
     }
 
 private:
@@ -269,37 +274,21 @@ public:
 
     void on_publication_matched(dds::DataWriter*,
                                 const dds::PublicationMatchedStatus& s) override {
-        EndpointEvent e = make_event(EventKind::Matched);
-        e.total_count = s.total_count;
-        e.total_count_change = s.total_count_change;
-        e.current_count = s.current_count;
-        e.current_count_change = s.current_count_change;
-        e.peer = to_guid(rtps::iHandle2GUID(s.last_subscription_handle)).bytes;
-        sink_->on_event(e);
+        sink_->on_event(matched(s, s.last_subscription_handle));
     }
 
     void on_offered_incompatible_qos(dds::DataWriter*,
                                      const dds::OfferedIncompatibleQosStatus& s) override {
-        EndpointEvent e = make_event(EventKind::IncompatibleQos);
-        e.total_count = s.total_count;
-        e.total_count_change = s.total_count_change;
-        e.policy = s.last_policy_id;
-        sink_->on_event(e);
+        sink_->on_event(incompatible(s));
     }
 
     void on_offered_deadline_missed(dds::DataWriter*,
                                     const dds::OfferedDeadlineMissedStatus& s) override {
-        EndpointEvent e = make_event(EventKind::DeadlineMissed);
-        e.total_count = s.total_count;
-        e.total_count_change = s.total_count_change;
-        sink_->on_event(e);
+        sink_->on_event(counted(EventKind::DeadlineMissed, s));
     }
 
     void on_liveliness_lost(dds::DataWriter*, const dds::LivelinessLostStatus& s) override {
-        EndpointEvent e = make_event(EventKind::Liveliness);
-        e.total_count = s.total_count;
-        e.total_count_change = s.total_count_change;
-        sink_->on_event(e);
+        sink_->on_event(counted(EventKind::Liveliness, s));
     }
 
 private:

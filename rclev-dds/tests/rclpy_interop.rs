@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use common::{eventually, finish_while_spinning, in_netns, spin_until, Peer};
 use rclev::interfaces::std_msgs::msg::String as StringMsg;
+use rclev::msg::Message;
 use rclev::{Context, Executor, SpinOptions};
 use rclev_dds::DdsTransport;
 use rclev_oracle_tests::test_msgs;
@@ -103,7 +104,15 @@ fn rclev_publishes_and_rclpy_receives() {
         assert!(out.contains("listener: received 5"), "{out}");
         let out = basic_listener.finish(PEER_LIMIT);
         assert!(out.contains("listener: received 5"), "{out}");
-        // rclpy sees rclev's writer with the type hash rclev announced.
+        // rclpy's graph shows rclev's writer with the type hash rclev announced.
+        let info = Peer::start("rclpy_peer.py", &["publisher_info", "/chatter"]).finish(PEER_LIMIT);
+        assert!(
+            info.contains(&format!(
+                "publisher std_msgs/msg/String {}",
+                StringMsg::TYPE_HASH
+            )),
+            "{info}"
+        );
         let graph = node.get_publishers_info_by_topic("/chatter").unwrap();
         assert_eq!(graph.len(), 1);
         assert_eq!(graph[0].type_name, "std_msgs/msg/String");

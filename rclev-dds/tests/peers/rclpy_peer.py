@@ -259,6 +259,20 @@ def incompatible_pub(node, topic):
     return 0 if seen else 1
 
 
+def publisher_info(node, topic):
+    """Prints what rclpy's graph says of the publishers on a topic (type and type hash)."""
+    infos = []
+
+    def look():
+        infos[:] = node.get_publishers_info_by_topic(topic)
+        return len(infos) > 0
+
+    spin_until(node, look)
+    for info in infos:
+        print(f"publisher {info.topic_type} {info.topic_type_hash} {info.qos_profile.durability}")
+    return 0 if infos else 1
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     rclpy.init()

@@ -889,6 +889,112 @@ fn a_second_ctrl_c_ends_a_stuck_program() {
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {out}");
 }
 
+/// Records the thread that drops it: the last reference to an executor's context.
+struct DropProbe {
+    inner: rclev::transport::IntraProcess,
+    dropped_on: Arc<Mutex<Vec<String>>>,
+}
+
+impl rclev::transport::Transport for DropProbe {
+    fn create_node(
+        &self,
+        node: &rclev::transport::NodeName,
+    ) -> rclev::Result<Arc<dyn rclev::transport::NodePort>> {
+        self.inner.create_node(node)
+    }
+    fn graph(&self) -> rclev::transport::GraphSnapshot {
+        self.inner.graph()
+    }
+    fn graph_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.graph_changes()
+    }
+    fn supports_event(&self, kind: rclev::qos::QosEventKind) -> bool {
+        self.inner.supports_event(kind)
+    }
+}
+
+impl Drop for DropProbe {
+    fn drop(&mut self) {
+        let name = std::thread::current().name().unwrap_or("?").to_string();
+        self.dropped_on.lock().unwrap().push(name);
+    }
+}
+
+/// Runs in a child process started by `ctrl_c_never_leaves_the_last_reference_to_the_watcher`.
+#[test]
+fn sigint_drop_child() {
+    if std::env::var_os("RCLEV_SIGINT_DROP_CHILD").is_none() {
+        return;
+    }
+    // Many executors spin at once and one Ctrl-C shuts them all down: while the watcher
+    // still shuts down the last ones, the first have returned from their spins and let go of
+    // their references. Repeated, so that an early return races the watcher's own drop.
+    let dropped_on = Arc::new(Mutex::new(Vec::new()));
+    for _ in 0..5 {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let spinners: Vec<_> = (0..20)
+            .map(|_| {
+                let context = Context::with_transport(Arc::new(DropProbe {
+                    inner: rclev::transport::IntraProcess::new(),
+                    dropped_on: dropped_on.clone(),
+                }));
+                let executor = context.create_basic_executor();
+                drop(context);
+                let node = executor.create_node("n").unwrap();
+                let tx = ready_tx.clone();
+                let timer = node
+                    .create_timer_oneshot(Duration::ZERO, move || {
+                        let _ = tx.send(());
+                    })
+                    .unwrap();
+                std::thread::spawn(move || {
+                    let errors =
+                        executor.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
+                    drop((timer, node, executor));
+                    errors
+                })
+            })
+            .collect();
+        for _ in 0..20 {
+            ready_rx.recv().unwrap();
+        }
+        // SAFETY: signals this very process; rclev's handler is installed while it spins.
+        unsafe { libc::kill(libc::getpid(), libc::SIGINT) };
+        for s in spinners {
+            assert!(s.join().unwrap().is_empty());
+        }
+    }
+    let on = dropped_on.lock().unwrap();
+    let by_watcher = on.iter().filter(|n| *n == "rclev-sigint").count();
+    println!(
+        "dropped {} contexts, {by_watcher} on the SIGINT watcher",
+        on.len()
+    );
+}
+
+/// The SIGINT watcher shuts spinning executors down but never holds the last reference to
+/// one: dropping it there tore a DDS participant down while `main` was already running
+/// `exit()`, and crashed the process (rclev-dds/tests/shm/RESULTS.md).
+#[test]
+fn ctrl_c_never_leaves_the_last_reference_to_the_watcher() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "sigint_drop_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("RCLEV_SIGINT_DROP_CHILD", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{:?}: {text}", out.status);
+    assert!(
+        text.contains("dropped 100 contexts, 0 on the SIGINT watcher"),
+        "{text}"
+    );
+}
+
 #[test]
 fn subscription_streams_end_after_shutdown() {
     use futures::StreamExt;

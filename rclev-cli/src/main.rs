@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+#[cfg(feature = "dds")]
+mod bench_dds;
 mod bench_pubsub;
 mod bench_timers;
 mod demo;
@@ -40,6 +42,10 @@ enum Command {
     #[cfg(feature = "dds")]
     #[command(subcommand)]
     Topic(TopicCommand),
+    /// One process of `bench pubsub --transport dds`, which starts it.
+    #[cfg(feature = "dds")]
+    #[command(hide = true)]
+    BenchDdsRole(bench_dds::RoleArgs),
     /// Publish a simulated /clock (in process) and show a sim-time timer following it.
     Clock {
         /// Simulated seconds per wall second.
@@ -124,6 +130,13 @@ enum DemoCommand {
     },
 }
 
+/// Where `bench pubsub` moves its messages.
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
+enum PubsubTransport {
+    Inproc,
+    Dds,
+}
+
 #[derive(Subcommand)]
 enum BenchCommand {
     /// Sim-time timer fidelity: expected vs achieved fires at /clock scales 0.5, 1, 2, 10 and
@@ -140,17 +153,35 @@ enum BenchCommand {
         #[arg(long)]
         json: Option<PathBuf>,
     },
-    /// In-process publish→callback throughput and latency, against a bare tokio mpsc hand-off.
+    /// Publish→callback throughput and latency: in process against a bare tokio mpsc
+    /// hand-off, or (`--transport dds`) between two processes over Fast DDS against the bare
+    /// engine and Cyclone DDS's ddsperf.
     Pubsub {
-        /// Messages for the throughput phase.
+        /// Messages for the throughput phase (inproc).
         #[arg(long, default_value_t = 2_000_000)]
         messages: u64,
-        /// Seconds for each latency phase.
+        /// Seconds for each latency phase (inproc); for each measurement window (dds).
         #[arg(long, default_value_t = 2.0)]
         secs: f64,
         /// Write the rows as JSON.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// `inproc`, or `dds` (needs the `dds` feature; runs in a network namespace of its
+        /// own, so as root).
+        #[arg(long, value_enum, default_value_t = PubsubTransport::Inproc)]
+        transport: PubsubTransport,
+        /// dds: payload sizes in bytes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "16,65536")]
+        sizes: Vec<usize>,
+        /// dds: runs of every case, interleaved; the table shows medians.
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+        /// dds: seconds of traffic before each window.
+        #[arg(long, default_value_t = 1.0)]
+        warmup: f64,
+        /// dds: variants, comma-separated (ddsperf is skipped when not installed).
+        #[arg(long, value_delimiter = ',', default_value = "rclev,raw,ddsperf")]
+        variants: Vec<String>,
     },
     /// Timer precision: rclev's shared scheduler against the reference design, the per-task
     /// design and a bare tokio interval, side by side.
@@ -246,11 +277,40 @@ fn run() -> anyhow_free::Result {
                 }),
             })
         }
+        #[cfg(feature = "dds")]
+        Command::BenchDdsRole(args) => bench_dds::role(args),
         Command::Bench(BenchCommand::Pubsub {
+            transport: PubsubTransport::Inproc,
             messages,
             secs,
             json,
+            ..
         }) => bench_pubsub::run(messages, secs, json.as_deref()),
+        #[cfg(feature = "dds")]
+        Command::Bench(BenchCommand::Pubsub {
+            transport: PubsubTransport::Dds,
+            secs,
+            json,
+            sizes,
+            repeat,
+            warmup,
+            variants,
+            ..
+        }) => bench_dds::run(bench_dds::Options {
+            secs,
+            warmup,
+            sizes,
+            repeat,
+            variants,
+            json: json.as_deref(),
+        }),
+        #[cfg(not(feature = "dds"))]
+        Command::Bench(BenchCommand::Pubsub {
+            transport: PubsubTransport::Dds,
+            ..
+        }) => Err(
+            "rclev was built without DDS: cargo build --release -p rclev-cli --features dds".into(),
+        ),
         Command::Clock {
             scale,
             pause_after,

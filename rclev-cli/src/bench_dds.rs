@@ -1,0 +1,622 @@
+//! `rclev bench pubsub --transport dds`: publish/subscribe between two processes over Fast DDS,
+//! side by side in one run with the same Fast DDS engine used directly and with Cyclone DDS's
+//! `ddsperf` as the outside reference.
+//!
+//! Variants:
+//! - `rclev`: two rclev nodes on [`rclev_dds::DdsTransport`], `std_msgs/msg/ByteMultiArray`
+//!   published with `Publisher::publish` and received by a subscription callback on the
+//!   node's worker — everything an application goes through.
+//! - `raw`: [`rclev_dds::engine`]: the same shim, participant set-up and QoS mapping, with
+//!   none of rclev's layers: the sender writes a prepared CDR buffer, the receiver counts in a
+//!   closure on Fast DDS's listener thread. Same DDS topic, same DDS type name, byte for byte
+//!   the same samples (checked against rclev's encoder at start).
+//! - `ddsperf`: Cyclone DDS's own benchmark tool (Debian `cyclonedds-tools`), type `KS` with
+//!   `size` chosen so that its serialized sample has the same length as ours.
+//!
+//! Each variant runs two phases per message size, every phase with two fresh processes (the
+//! `rclev` binary re-executed with the hidden `bench-dds-role` sub-command, or `ddsperf`):
+//! - throughput: the sender publishes as fast as it can; the receiver counts messages and
+//!   bytes in its callback/listener. After a warm-up, the window starts: messages/s and MB/s
+//!   (payload bytes, 10⁶ B/MB) received, CPU of both processes per received message, steal.
+//! - round trip at 1 kHz: the ping process sends a sequence number and a send time (its
+//!   `CLOCK_MONOTONIC`) every millisecond; the pong process sends each message back from its
+//!   callback/listener; the ping process records now − send time in a histogram: p50/p99.
+//!
+//! Everything is reliable, KeepLast(10), volatile (ROS's default profile); ddsperf's data
+//! topic gets `-k 10` (its ping/pong topics are always KeepLast(1)). The whole benchmark runs
+//! in a fresh network namespace with only `lo` (the binary re-executes itself under
+//! `unshare -n`), with a domain id of its own and `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`.
+//! Repetitions interleave the variants (and reverse their order every other repetition) so
+//! that a noisy spell of the VM hits all of them; the table shows medians, and the ratios are
+//! the medians of the per-repetition ratios.
+
+mod ddsperf;
+mod procs;
+mod roles;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::anyhow_free::Result;
+use crate::report::write_json;
+use procs::Proc;
+pub use roles::{role, RoleArgs};
+
+/// Set inside the benchmark's network namespace.
+const INSIDE: &str = "RCLEV_BENCH_DDS_NETNS";
+/// How long a process may take to start and match its peer.
+const START_LIMIT: Duration = Duration::from_secs(30);
+/// Round trips per second in the latency phase.
+const PING_HZ: f64 = 1000.0;
+
+/// What `rclev bench pubsub --transport dds` was asked for.
+pub struct Options<'a> {
+    /// Seconds per measurement window (each phase of each case).
+    pub secs: f64,
+    /// Seconds of traffic before each window starts.
+    pub warmup: f64,
+    /// Payload sizes: bytes in the message's byte sequence (at least 16).
+    pub sizes: Vec<usize>,
+    /// Runs of every case; the table shows medians.
+    pub repeat: usize,
+    /// Which of `rclev`, `raw`, `ddsperf` to run.
+    pub variants: Vec<String>,
+    /// Where to write the rows as JSON.
+    pub json: Option<&'a Path>,
+}
+
+/// Who moves the messages.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Variant {
+    Rclev,
+    Raw,
+    Ddsperf,
+}
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Variant::Rclev => "rclev",
+            Variant::Raw => "raw",
+            Variant::Ddsperf => "ddsperf",
+        }
+    }
+}
+
+/// What a throughput window measured.
+#[derive(Clone, Copy, Debug)]
+struct Throughput {
+    msgs_per_s: f64,
+    sent_per_s: Option<f64>,
+    /// Sequence numbers the receiver never saw, % of those sent in the window.
+    lost_percent: f64,
+    sender_cores: f64,
+    receiver_cores: f64,
+    steal_percent: f64,
+}
+
+/// What a round-trip window measured.
+#[derive(Clone, Copy, Debug)]
+struct RoundTrip {
+    p50_us: f64,
+    p99_us: f64,
+    samples: u64,
+}
+
+/// One JSON row: a run of one variant at one size, or (`rep` null) the medians over the runs.
+#[derive(Serialize, Clone, Debug)]
+pub struct Row {
+    pub variant: &'static str,
+    /// Payload bytes per message (the byte sequence's length).
+    pub size: usize,
+    /// The repetition, from 0; `null` on the median rows.
+    pub rep: Option<usize>,
+    /// Messages received per second in the throughput window.
+    pub msgs_per_s: f64,
+    /// Payload megabytes (10⁶ B) received per second.
+    pub mb_per_s: f64,
+    /// Messages the sender wrote per second (ddsperf: its own per-second report).
+    pub sent_per_s: Option<f64>,
+    /// Messages the receiver never got (KeepLast(10) overwrites), % of those sent.
+    pub lost_percent: f64,
+    /// CPU time of sender and receiver together per received message, µs.
+    pub cpu_us_per_msg: f64,
+    /// CPU the sending process used over the window, in cores.
+    pub sender_cores: f64,
+    /// CPU the receiving process used over the window, in cores.
+    pub receiver_cores: f64,
+    /// VM steal over the throughput window, % of all CPU time.
+    pub steal_percent: f64,
+    /// Round trip at 1 kHz, median, µs.
+    pub rtt_p50_us: f64,
+    /// Round trip at 1 kHz, 99th percentile, µs.
+    pub rtt_p99_us: f64,
+    /// Round trips measured in the window.
+    pub rtt_samples: u64,
+}
+
+impl Row {
+    fn new(variant: Variant, size: usize, rep: usize, t: &Throughput, r: &RoundTrip) -> Row {
+        Row {
+            variant: variant.name(),
+            size,
+            rep: Some(rep),
+            msgs_per_s: t.msgs_per_s,
+            mb_per_s: t.msgs_per_s * size as f64 / 1e6,
+            sent_per_s: t.sent_per_s,
+            lost_percent: t.lost_percent,
+            cpu_us_per_msg: if t.msgs_per_s > 0.0 {
+                (t.sender_cores + t.receiver_cores) / t.msgs_per_s * 1e6
+            } else {
+                0.0
+            },
+            sender_cores: t.sender_cores,
+            receiver_cores: t.receiver_cores,
+            steal_percent: t.steal_percent,
+            rtt_p50_us: r.p50_us,
+            rtt_p99_us: r.p99_us,
+            rtt_samples: r.samples,
+        }
+    }
+}
+
+/// Runs the benchmark: re-executes itself in a network namespace of its own, then runs there.
+pub fn run(options: Options<'_>) -> Result {
+    let variants = parse_variants(&options.variants)?;
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    if !positive(options.secs) || !(options.warmup == 0.0 || positive(options.warmup)) {
+        return Err("--secs must be positive and --warmup not negative".into());
+    }
+    if options.repeat == 0 || options.sizes.is_empty() {
+        return Err("--repeat must be at least 1 and --sizes not empty".into());
+    }
+    if let Some(&size) = options
+        .sizes
+        .iter()
+        .find(|&&s| !(roles::HEADER..=u32::MAX as usize - 64).contains(&s))
+    {
+        return Err(format!(
+            "size {size}: from {} bytes (a message carries a sequence number and a send time) \
+             to 4 GiB",
+            roles::HEADER
+        )
+        .into());
+    }
+    if std::env::var_os(INSIDE).is_none() {
+        return reexec_in_netns();
+    }
+    run_inside(&options, &variants)
+}
+
+fn parse_variants(names: &[String]) -> Result<Vec<Variant>> {
+    let mut out = Vec::new();
+    for name in names {
+        let v = match name.trim() {
+            "rclev" => Variant::Rclev,
+            "raw" => Variant::Raw,
+            "ddsperf" => Variant::Ddsperf,
+            other => return Err(format!("unknown variant {other:?}: rclev, raw or ddsperf").into()),
+        };
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    if out.is_empty() {
+        return Err("--variants is empty".into());
+    }
+    Ok(out)
+}
+
+/// Runs this very command again in a fresh network namespace with only `lo` up, as the DDS
+/// tests do: no traffic leaves the machine, and no other DDS participant can join.
+fn reexec_in_netns() -> Result {
+    let exe = std::env::current_exe()?;
+    // Domains 201..=230: away from the tests' (1..=200), different between concurrent runs.
+    let domain = 201 + std::process::id() % 30;
+    let status = std::process::Command::new("unshare")
+        .args([
+            "-n",
+            "--",
+            "sh",
+            "-c",
+            "ip link set lo up && exec \"$0\" \"$@\"",
+        ])
+        .arg(exe)
+        .args(std::env::args_os().skip(1))
+        .env(INSIDE, "1")
+        .env("ROS_DOMAIN_ID", domain.to_string())
+        .env("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+        .env_remove("ROS_STATIC_PEERS")
+        .env_remove("ROS_LOCALHOST_ONLY")
+        .status()
+        .map_err(|e| {
+            format!("could not run unshare (util-linux), which makes the benchmark's network namespace: {e}")
+        })?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the benchmark failed in its network namespace ({status}); `unshare -n` needs root \
+             or CAP_SYS_ADMIN"
+        )
+        .into())
+    }
+}
+
+fn run_inside(options: &Options<'_>, wanted: &[Variant]) -> Result {
+    let mut variants = wanted.to_vec();
+    if variants.contains(&Variant::Ddsperf) && !ddsperf::available() {
+        eprintln!(
+            "ddsperf not found: the Cyclone DDS reference is skipped \
+             (`apt-get install -y cyclonedds-tools` installs it)"
+        );
+        variants.retain(|v| *v != Variant::Ddsperf);
+    }
+    if variants.is_empty() {
+        return Err("nothing to run".into());
+    }
+    let domain = std::env::var("ROS_DOMAIN_ID").unwrap_or_default();
+    eprintln!(
+        "DDS pub/sub benchmark: domain {domain}, sizes {:?} B, {} s windows after {} s warm-up, \
+         {} repetition(s), Fast DDS {}",
+        options.sizes,
+        options.secs,
+        options.warmup,
+        options.repeat,
+        rclev_dds::engine_version()
+    );
+    let mut rows = Vec::new();
+    for rep in 0..options.repeat {
+        for &size in &options.sizes {
+            let mut order = variants.clone();
+            if rep % 2 == 1 {
+                order.reverse();
+            }
+            for variant in order {
+                match run_case(variant, size, options) {
+                    Ok((t, r)) => {
+                        let row = Row::new(variant, size, rep, &t, &r);
+                        eprintln!(
+                            "  rep {rep} {:>7} {:>6} B: {:>9.0} msg/s {:>8.1} MB/s, {:>5.2} µs \
+                             CPU/msg, lost {:.1}%, steal {:.1}% | RTT p50 {:.1} µs p99 {:.1} µs \
+                             ({} samples)",
+                            row.variant,
+                            size,
+                            row.msgs_per_s,
+                            row.mb_per_s,
+                            row.cpu_us_per_msg,
+                            row.lost_percent,
+                            row.steal_percent,
+                            row.rtt_p50_us,
+                            row.rtt_p99_us,
+                            row.rtt_samples
+                        );
+                        rows.push(row);
+                    }
+                    // The outside reference failing must not cost the run its own figures.
+                    Err(e) if variant == Variant::Ddsperf => {
+                        eprintln!("  rep {rep} ddsperf {size} B failed, skipped: {e}");
+                    }
+                    Err(e) => {
+                        return Err(format!("{} at {size} B: {e}", variant.name()).into());
+                    }
+                }
+            }
+        }
+    }
+    let medians = medians(&rows, &variants, &options.sizes);
+    print_tables(&rows, &medians, &options.sizes);
+    if let Some(path) = options.json {
+        let mut all = rows;
+        all.extend(medians);
+        write_json(path, &all)?;
+    }
+    Ok(())
+}
+
+fn run_case(
+    variant: Variant,
+    size: usize,
+    options: &Options<'_>,
+) -> Result<(Throughput, RoundTrip)> {
+    let (warmup, secs) = (
+        Duration::from_secs_f64(options.warmup),
+        Duration::from_secs_f64(options.secs),
+    );
+    match variant {
+        Variant::Ddsperf => Ok((
+            ddsperf::throughput(size, warmup, secs)?,
+            ddsperf::round_trip(size, PING_HZ, warmup, secs)?,
+        )),
+        Variant::Rclev | Variant::Raw => {
+            let engine = if variant == Variant::Rclev {
+                roles::Engine::Rclev
+            } else {
+                roles::Engine::Raw
+            };
+            Ok((
+                roles_throughput(engine, size, warmup, secs)?,
+                roles_round_trip(engine, size, warmup, secs)?,
+            ))
+        }
+    }
+}
+
+/// Starts a role process of this binary.
+fn spawn_role(role: roles::Role, engine: roles::Engine, size: usize) -> Result<Proc> {
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.args([
+        "bench-dds-role",
+        "--role",
+        role.name(),
+        "--engine",
+        engine.name(),
+        "--size",
+        &size.to_string(),
+        "--hz",
+        &PING_HZ.to_string(),
+    ]);
+    Proc::spawn(cmd, format!("{} {}", engine.name(), role.name()))
+}
+
+fn roles_throughput(
+    engine: roles::Engine,
+    size: usize,
+    warmup: Duration,
+    secs: Duration,
+) -> Result<Throughput> {
+    let mut receiver = spawn_role(roles::Role::Receiver, engine, size)?;
+    receiver.wait_for(START_LIMIT, |l| l == roles::READY)?;
+    let mut sender = spawn_role(roles::Role::Sender, engine, size)?;
+    sender.wait_for(START_LIMIT, |l| l == roles::READY)?;
+    std::thread::sleep(warmup);
+    let steal0 = crate::report::steal_jiffies();
+    let (r0, s0) = (receiver.mark()?, sender.mark()?);
+    std::thread::sleep(secs);
+    let (r1, s1) = (receiver.mark()?, sender.mark()?);
+    let steal1 = crate::report::steal_jiffies();
+    sender.finish()?;
+    receiver.finish()?;
+    let rx_secs = (r1.t_ns - r0.t_ns) as f64 / 1e9;
+    let tx_secs = (s1.t_ns - s0.t_ns) as f64 / 1e9;
+    let received = r1.received - r0.received;
+    let lost = r1.gaps - r0.gaps;
+    if received == 0 {
+        return Err("the receiver got nothing in the window".into());
+    }
+    if r1.malformed > 0 {
+        return Err(format!("the receiver got {} malformed messages", r1.malformed).into());
+    }
+    Ok(Throughput {
+        msgs_per_s: received as f64 / rx_secs,
+        sent_per_s: Some((s1.sent - s0.sent) as f64 / tx_secs),
+        lost_percent: 100.0 * lost as f64 / (received + lost) as f64,
+        sender_cores: (s1.cpu_s - s0.cpu_s) / tx_secs,
+        receiver_cores: (r1.cpu_s - r0.cpu_s) / rx_secs,
+        steal_percent: steal_percent(steal0, steal1),
+    })
+}
+
+fn roles_round_trip(
+    engine: roles::Engine,
+    size: usize,
+    warmup: Duration,
+    secs: Duration,
+) -> Result<RoundTrip> {
+    let mut pong = spawn_role(roles::Role::Pong, engine, size)?;
+    pong.wait_for(START_LIMIT, |l| l == roles::READY)?;
+    let mut ping = spawn_role(roles::Role::Ping, engine, size)?;
+    ping.wait_for(START_LIMIT, |l| l == roles::READY)?;
+    std::thread::sleep(warmup);
+    ping.mark()?; // Drops what the warm-up recorded.
+    std::thread::sleep(secs);
+    let m = ping.mark()?;
+    ping.finish()?;
+    pong.finish()?;
+    if m.rtt_count == 0 {
+        return Err("no round trip completed in the window".into());
+    }
+    Ok(RoundTrip {
+        p50_us: m.rtt_p50_ns as f64 / 1e3,
+        p99_us: m.rtt_p99_ns as f64 / 1e3,
+        samples: m.rtt_count,
+    })
+}
+
+/// Steal between two `/proc/stat` readings, % of all CPU time.
+fn steal_percent(a: (u64, u64), b: (u64, u64)) -> f64 {
+    let (ds, dt) = (b.0.saturating_sub(a.0), b.1.saturating_sub(a.1));
+    if dt == 0 {
+        0.0
+    } else {
+        100.0 * ds as f64 / dt as f64
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The median row of every variant and size that has runs (each column on its own).
+fn medians(rows: &[Row], variants: &[Variant], sizes: &[usize]) -> Vec<Row> {
+    let mut out = Vec::new();
+    for &size in sizes {
+        for v in variants {
+            let runs: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.variant == v.name() && r.size == size)
+                .collect();
+            if runs.is_empty() {
+                continue;
+            }
+            let m = |f: fn(&Row) -> f64| median(runs.iter().map(|r| f(r)).collect());
+            let sent: Vec<f64> = runs.iter().filter_map(|r| r.sent_per_s).collect();
+            out.push(Row {
+                variant: v.name(),
+                size,
+                rep: None,
+                msgs_per_s: m(|r| r.msgs_per_s),
+                mb_per_s: m(|r| r.mb_per_s),
+                sent_per_s: (!sent.is_empty()).then(|| median(sent)),
+                lost_percent: m(|r| r.lost_percent),
+                cpu_us_per_msg: m(|r| r.cpu_us_per_msg),
+                sender_cores: m(|r| r.sender_cores),
+                receiver_cores: m(|r| r.receiver_cores),
+                steal_percent: m(|r| r.steal_percent),
+                rtt_p50_us: m(|r| r.rtt_p50_us),
+                rtt_p99_us: m(|r| r.rtt_p99_us),
+                rtt_samples: median(runs.iter().map(|r| r.rtt_samples as f64).collect()) as u64,
+            });
+        }
+    }
+    out
+}
+
+/// Median and range of `ours / theirs` over the repetitions both have, for one column.
+fn paired_ratio(
+    rows: &[Row],
+    size: usize,
+    ours: &str,
+    theirs: &str,
+    f: fn(&Row) -> f64,
+) -> Option<(f64, f64, f64)> {
+    let find = |v: &str, rep| {
+        rows.iter()
+            .find(|r| r.variant == v && r.size == size && r.rep == Some(rep))
+    };
+    let ratios: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.variant == ours && r.size == size)
+        .filter_map(|a| {
+            let b = find(theirs, a.rep?)?;
+            (f(b) > 0.0).then(|| f(a) / f(b))
+        })
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some((median(ratios), lo, hi))
+}
+
+fn size_label(size: usize) -> String {
+    if size >= 1024 && size.is_multiple_of(1024) {
+        format!("{} KiB", size / 1024)
+    } else {
+        format!("{size} B")
+    }
+}
+
+/// Prints the medians and the ratios as Markdown tables (README-ready).
+fn print_tables(rows: &[Row], medians: &[Row], sizes: &[usize]) {
+    println!();
+    println!(
+        "| size | variant | received msgs/s | MB/s | sent msgs/s | CPU µs/msg (both) | lost % | \
+         RTT p50 µs | RTT p99 µs | steal % |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for r in medians {
+        println!(
+            "| {} | {} | {:.0} | {:.1} | {} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            size_label(r.size),
+            r.variant,
+            r.msgs_per_s,
+            r.mb_per_s,
+            r.sent_per_s.map_or("–".into(), |s| format!("{s:.0}")),
+            r.cpu_us_per_msg,
+            r.lost_percent,
+            r.rtt_p50_us,
+            r.rtt_p99_us,
+            r.steal_percent
+        );
+    }
+    println!();
+    println!("Ratios, median of the per-repetition ratios (range):");
+    println!();
+    println!("| size | ratio | msgs/s | RTT p50 | RTT p99 | CPU/msg |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    let fmt = |x: Option<(f64, f64, f64)>| match x {
+        Some((m, lo, hi)) => format!("{m:.2} ({lo:.2}–{hi:.2})"),
+        None => "–".into(),
+    };
+    for &size in sizes {
+        for theirs in ["raw", "ddsperf"] {
+            let ratio = |f: fn(&Row) -> f64| paired_ratio(rows, size, "rclev", theirs, f);
+            let tput = ratio(|r| r.msgs_per_s);
+            if tput.is_none() {
+                continue;
+            }
+            println!(
+                "| {} | rclev/{theirs} | {} | {} | {} | {} |",
+                size_label(size),
+                fmt(tput),
+                fmt(ratio(|r| r.rtt_p50_us)),
+                fmt(ratio(|r| r.rtt_p99_us)),
+                fmt(ratio(|r| r.cpu_us_per_msg)),
+            );
+        }
+    }
+    println!();
+    println!(
+        "Targets: rclev/raw msgs/s ≥ 0.9, rclev/raw RTT ≤ 1.1. ddsperf batches its writes \
+         (dds_write_set_batch), so its throughput is not a like-for-like engine figure; its RTT \
+         percentiles are the medians of its per-second reports."
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_paired_ratios() {
+        let t = |m| Throughput {
+            msgs_per_s: m,
+            sent_per_s: None,
+            lost_percent: 0.0,
+            sender_cores: 1.0,
+            receiver_cores: 0.5,
+            steal_percent: 0.0,
+        };
+        let r = |p| RoundTrip {
+            p50_us: p,
+            p99_us: 2.0 * p,
+            samples: 10,
+        };
+        let rows = vec![
+            Row::new(Variant::Rclev, 16, 0, &t(90.0), &r(110.0)),
+            Row::new(Variant::Raw, 16, 0, &t(100.0), &r(100.0)),
+            Row::new(Variant::Rclev, 16, 1, &t(40.0), &r(300.0)),
+            Row::new(Variant::Raw, 16, 1, &t(50.0), &r(200.0)),
+        ];
+        let m = medians(&rows, &[Variant::Rclev, Variant::Raw], &[16]);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].msgs_per_s, 65.0);
+        assert_eq!(m[0].rep, None);
+        let (mid, lo, hi) = paired_ratio(&rows, 16, "rclev", "raw", |r| r.msgs_per_s).unwrap();
+        assert_eq!((lo, hi), (0.8, 0.9));
+        assert!((mid - 0.85).abs() < 1e-9);
+        assert!(paired_ratio(&rows, 16, "rclev", "ddsperf", |r| r.msgs_per_s).is_none());
+        // 1.5 cores over 90 msg/s.
+        assert!((rows[0].cpu_us_per_msg - 1.5 / 90.0 * 1e6).abs() < 1e-6);
+    }
+
+    #[test]
+    fn variants_parse() {
+        let v = parse_variants(&["raw".into(), "rclev".into(), "raw".into()]).unwrap();
+        assert_eq!(v, [Variant::Raw, Variant::Rclev]);
+        assert!(parse_variants(&["cyclone".into()]).is_err());
+    }
+}

@@ -27,6 +27,15 @@
 #include <fastrtps/config.h>
 #include <fastrtps/utils/IPLocator.h>
 
+// Fast DDS 2.12 added TopicDataType::serialize and getSerializedSizeProvider overloads that
+// take a DataRepresentationId_t; older releases (Debian bookworm's 2.9.1) have only the
+// two-argument ones.
+#if FASTRTPS_VERSION_MAJOR > 2 || (FASTRTPS_VERSION_MAJOR == 2 && FASTRTPS_VERSION_MINOR >= 12)
+#define RCLEV_FASTDDS_REPRESENTATION_OVERLOADS 1
+#else
+#define RCLEV_FASTDDS_REPRESENTATION_OVERLOADS 0
+#endif
+
 namespace rclev_dds {
 
 namespace dds = eprosima::fastdds::dds;
@@ -158,10 +167,12 @@ public:
         return true;
     }
 
+#if RCLEV_FASTDDS_REPRESENTATION_OVERLOADS
     bool serialize(void* data, rtps::SerializedPayload_t* payload,
                    dds::DataRepresentationId_t) override {
         return serialize(data, payload);
     }
+#endif
 
     bool deserialize(rtps::SerializedPayload_t* payload, void* data) override {
         auto* s = static_cast<BlobSample*>(data);
@@ -176,10 +187,12 @@ public:
         return [len]() { return len; };
     }
 
+#if RCLEV_FASTDDS_REPRESENTATION_OVERLOADS
     std::function<uint32_t()> getSerializedSizeProvider(void* data,
                                                         dds::DataRepresentationId_t) override {
         return getSerializedSizeProvider(data);
     }
+#endif
 
     void* createData() override { return new BlobSample(); }
     void deleteData(void* data) override { delete static_cast<BlobSample*>(data); }

@@ -503,3 +503,36 @@ fn the_raw_engine_moves_bytes_and_talks_to_rclev() {
         },
     );
 }
+
+#[test]
+fn ctrl_c_ends_dds_processes_cleanly() {
+    // Two bugs made Ctrl-C'd DDS processes crash or hang at exit now and then (the SIGINT
+    // watcher dropping the last executor during exit(); Fast DDS's set_listener(nullptr)
+    // spinning against its discovery thread): ten talker/listener pairs must all exit 0.
+    in_netns(
+        "ctrl_c_ends_dds_processes_cleanly",
+        Duration::from_secs(120),
+        || {
+            for round in 0..10 {
+                let pair = [chatter("talker"), chatter("listener")];
+                std::thread::sleep(Duration::from_millis(800));
+                for mut child in pair {
+                    // SAFETY: signals our own child, not yet waited for.
+                    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                    let status = loop {
+                        if let Some(status) = child.try_wait().unwrap() {
+                            break status;
+                        }
+                        if std::time::Instant::now() > deadline {
+                            let _ = child.kill();
+                            panic!("round {round}: a process hung after Ctrl-C");
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
+                    };
+                    assert!(status.success(), "round {round}: {status}");
+                }
+            }
+        },
+    );
+}

@@ -8,18 +8,20 @@
 #   bash rclev-dds/tests/shm/skew.sh           # CI: the crucial pairs; exit 1 if one fails
 #   bash rclev-dds/tests/shm/skew.sh --all     # the whole matrix of RESULTS.md (records only)
 #
-# Run as root (network and mount namespaces). On Debian it installs what it needs:
+# Run as root (network, mount and PID namespaces). On Debian it installs what it needs:
 # libfastrtps-dev/libfastcdr-dev (2.9.1), iproute2, util-linux, patch; the oracle venv
 # (`bash .ci/oracles`: Fast DDS 2.14.5 and rclpy). It builds the `chatter` example twice:
 # against 2.14.5 (CARGO_TARGET_DIR, default target/) and against 2.9.1 (FASTDDS_PREFIX=/usr,
-# SKEW_TARGET_291, default target/skew-291). If the shim does not compile against 2.9.1 it builds
-# a copy of the tree with fastdds-2.9-shim.patch applied (target/skew-291-src).
+# SKEW_TARGET_291, default target/skew-291). While fastdds-2.9-shim.patch still applies to the
+# tree (the shim lacks its 2.9 guards), it builds a patched copy of the tree instead
+# (target/skew-291-src).
 #
 # Each pair runs in a fresh network namespace (only `lo`) AND a fresh mount namespace with its
-# own tmpfs on /dev/shm: SHM segments are not separated by network namespaces, so this keeps
-# runs from meeting each other (or anything else on the host) and leaves nothing behind.
+# own tmpfs on /dev/shm (SHM segments are not separated by network namespaces: this keeps runs
+# from meeting each other or anything else on the host, and leaves nothing behind), and a PID
+# namespace (no process outlives its pair).
 # ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST. The listener starts, the talker 0.5 s later; after
-# SKEW_SECS (5) both get SIGINT; a process still alive 3 s later is a hang (killed).
+# SKEW_SECS (5) both get SIGINT; a process still alive 10 s later is a hang (killed).
 #
 # A pair passes when both processes were alive until SIGINT, exited 0 after it, the listener
 # heard at least one message, and no process whose SHM policy is off (2.9.1 with Auto) mapped
@@ -77,9 +79,20 @@ inner() {
             echo dead >"$dir/$role.at_sigint"
         fi
     done
-    local deadline=$((SECONDS + 3))
-    while ((SECONDS < deadline)); do
-        kill -0 "${pid[talker]}" 2>/dev/null || kill -0 "${pid[listener]}" 2>/dev/null || break
+    # Up to 10 s to exit after SIGINT; how long each took, in tenths of a second.
+    local tick alive
+    for tick in $(seq 1 100); do
+        alive=0
+        for role in talker listener; do
+            if [[ ! -f "$dir/$role.exit_ds" ]]; then
+                if kill -0 "${pid[$role]}" 2>/dev/null; then
+                    alive=1
+                else
+                    echo "$tick" >"$dir/$role.exit_ds"
+                fi
+            fi
+        done
+        ((alive)) || break
         sleep 0.1
     done
     for role in talker listener; do
@@ -105,7 +118,7 @@ all=0
 [[ "${1:-}" == --all ]] && all=1
 t0=$SECONDS
 if [[ $EUID -ne 0 ]]; then
-    echo "skew: run as root (unshare -n -m, mount tmpfs)" >&2
+    echo "skew: run as root (unshare -n -m -p, mount tmpfs)" >&2
     exit 2
 fi
 need=()
@@ -138,30 +151,34 @@ fi
 if [[ -z "${SKEW_BIN_291:-}" ]]; then
     t291="${SKEW_TARGET_291:-$repo/target/skew-291}"
     echo "skew: building chatter against Fast DDS 2.9.1 (FASTDDS_PREFIX=/usr)" >&2
-    src="$repo"
-    if ! (cd "$repo" && FASTDDS_PREFIX=/usr RCLEV_ORACLE_VENV="$venv" CARGO_TARGET_DIR="$t291" \
-        cargo build "${jobs[@]}" -q -p rclev-dds --example chatter) 2>"$out/build-291.log"; then
-        # The shim as it is does not compile against 2.9.1: a patched copy of the tree
-        # (cp -p keeps modification times, so cargo rebuilds only what changed).
+    if (cd "$repo" && patch -p1 -f -s --dry-run <"$here/fastdds-2.9-shim.patch" >/dev/null 2>&1); then
+        # The tree's shim lacks the 2.9 guards (Fast DDS 2.12's overloads; RESULTS.md): build
+        # a copy of the tree with fastdds-2.9-shim.patch applied (cp -p keeps modification
+        # times, so later runs rebuild only what changed).
         src="$repo/target/skew-291-src"
-        echo "skew: the shim does not build against 2.9.1 ($out/build-291.log); building a copy with fastdds-2.9-shim.patch" >&2
+        echo "skew: building a copy of the tree with fastdds-2.9-shim.patch ($src)" >&2
         rm -rf "$src" && mkdir -p "$src"
-        (cd "$repo" && git ls-files -co --exclude-standard -z | xargs -0 cp -p --parents -t "$src")
+        (cd "$repo" && git ls-files -co --exclude-standard -z |
+            while IFS= read -r -d '' f; do if [[ -e "$f" ]]; then printf '%s\0' "$f"; fi; done |
+            xargs -0 cp -p --parents -t "$src")
         (cd "$src" && patch -s -p1 <"$here/fastdds-2.9-shim.patch")
-        (cd "$src" && FASTDDS_PREFIX=/usr RCLEV_ORACLE_VENV="$venv" CARGO_TARGET_DIR="$t291" \
-            cargo build "${jobs[@]}" -q -p rclev-dds --example chatter)
+    else
+        src="$repo" # patched already (or fixed otherwise)
     fi
+    (cd "$src" && FASTDDS_PREFIX=/usr RCLEV_ORACLE_VENV="$venv" CARGO_TARGET_DIR="$t291" \
+        cargo build "${jobs[@]}" -q -p rclev-dds --example chatter)
     cp "$t291/debug/examples/chatter" "$out/chatter-291"
     SKEW_BIN_291="$out/chatter-291"
 fi
-ldd "$SKEW_BIN_291" | grep -q 'libfastrtps\.so\.2\.9 ' || { echo "skew: $SKEW_BIN_291 does not link Fast DDS 2.9" >&2; exit 2; }
-ldd "$SKEW_BIN_214" | grep -q 'libfastrtps\.so\.2\.14 ' || { echo "skew: $SKEW_BIN_214 does not link Fast DDS 2.14" >&2; exit 2; }
+# (Not `ldd | grep -q`: with pipefail, grep's early exit can fail the pipeline with SIGPIPE.)
+[[ "$(ldd "$SKEW_BIN_291")" == *"libfastrtps.so.2.9 "* ]] || { echo "skew: $SKEW_BIN_291 does not link Fast DDS 2.9" >&2; exit 2; }
+[[ "$(ldd "$SKEW_BIN_214")" == *"libfastrtps.so.2.14 "* ]] || { echo "skew: $SKEW_BIN_214 does not link Fast DDS 2.14" >&2; exit 2; }
 export BIN_214="$SKEW_BIN_214" BIN_291="$SKEW_BIN_291" PY SKEW_SECS="$secs"
 build_s=$((SECONDS - t0))
 
 # ---- the pairs ------------------------------------------------------------------------------
 failed=0
-status_of() { # dir role -> ok | died-early(rc) | exit-crash(rc) | hang(killed)
+status_of() { # dir role -> ok | ok-slow-exit (> 2 s after SIGINT) | died-early(rc) | exit-crash(rc) | hang(killed)
     local d="$1" r="$2" rc at
     rc="$(cat "$d/$r.rc" 2>/dev/null || echo '?')"
     at="$(cat "$d/$r.at_sigint" 2>/dev/null || echo '?')"
@@ -171,6 +188,8 @@ status_of() { # dir role -> ok | died-early(rc) | exit-crash(rc) | hang(killed)
         echo "died-early($rc)"
     elif [[ "$rc" != 0 ]]; then
         echo "exit-crash($rc)"
+    elif (($(cat "$d/$r.exit_ds" 2>/dev/null || echo 0) > 20)); then
+        echo "ok-slow-exit"
     else
         echo ok
     fi
@@ -181,7 +200,7 @@ pair() {
     local name="$1" l="$2" t="$3" expect="$4" d
     d="$out/$name"
     rm -rf "$d" && mkdir -p "$d"
-    timeout -k 5 $((secs + 25)) unshare -n -m --propagation private -- bash "$here/skew.sh" __inner "$d" "$l" "$t" || true
+    timeout -k 5 $((secs + 25)) unshare -n -m -p -f --mount-proc --propagation private -- bash "$here/skew.sh" __inner "$d" "$l" "$t" || true
     local ls ts heard published shm_l shm_t udp verdict
     ls="$(status_of "$d" listener)"
     ts="$(status_of "$d" talker)"
@@ -193,15 +212,18 @@ pair() {
     verdict=recorded
     if [[ "$expect" == flow ]]; then
         verdict=PASS
-        [[ "$ls" == ok && "$ts" == ok ]] || verdict=FAIL
+        [[ "$ls" == ok* && "$ts" == ok* ]] || verdict=FAIL
         [[ "${heard:-0}" -gt 0 ]] || verdict=FAIL
         # Auto on 2.9.1 means no SHM: the process must map nothing from /dev/shm.
         [[ "$l" == 291:auto && "$shm_l" != 0 ]] && verdict=FAIL
         [[ "$t" == 291:auto && "$shm_t" != 0 ]] && verdict=FAIL
         [[ "$verdict" == FAIL ]] && failed=1
     fi
-    printf '%-28s %-9s %-9s %-16s %-16s %5s %5s %6s %3s/%-3s %s\n' \
-        "$name" "$l" "$t" "$ls" "$ts" "$published" "$heard" "$udp" "$shm_l" "$shm_t" "$verdict" | tee -a "$out/summary.txt"
+    local ex_l ex_t
+    ex_l="$(awk '{ printf "%.1f", $1 / 10 }' "$d/listener.exit_ds" 2>/dev/null || echo '?')"
+    ex_t="$(awk '{ printf "%.1f", $1 / 10 }' "$d/talker.exit_ds" 2>/dev/null || echo '?')"
+    printf '%-28s %-9s %-9s %-16s %-16s %5s %5s %6s %3s/%-3s %4s/%-4s %s\n' \
+        "$name" "$l" "$t" "$ls" "$ts" "$published" "$heard" "$udp" "$shm_l" "$shm_t" "$ex_l" "$ex_t" "$verdict" | tee -a "$out/summary.txt"
     if [[ "$ls $ts" == *crash* || "$ls $ts" == *early* || "$ls $ts" == *hang* ]]; then
         for r in listener talker; do
             [[ -s "$d/$r.err" ]] && sed -n '1,3s/^/    '"$r"' stderr: /p' "$d/$r.err" | cut -c1-220 | tee -a "$out/summary.txt"
@@ -210,8 +232,8 @@ pair() {
     return 0
 }
 
-printf '%-28s %-9s %-9s %-16s %-16s %5s %5s %6s %-7s %s\n' \
-    pair listener talker "listener" "talker" pub heard udp_in shm_L/T verdict | tee "$out/summary.txt"
+printf '%-28s %-9s %-9s %-16s %-16s %5s %5s %6s %-7s %-9s %s\n' \
+    pair listener talker "listener" "talker" pub heard udp_in shm_L/T exit_s_L/T verdict | tee "$out/summary.txt"
 repeat="${SKEW_REPEAT:-1}"
 for i in $(seq 1 "$repeat"); do
     s=""

@@ -18,8 +18,10 @@ use crate::ffi::GraphHandler;
 use crate::names::{demangle_topic, demangle_type, parse_user_data, user_data_type_hash, RosTopic};
 use crate::qos::from_dds;
 
-/// The vendor id at the start of every GUID prefix of Eclipse Cyclone DDS participants.
+/// The vendor ids at the start of GUID prefixes: Eclipse Cyclone DDS's and eProsima Fast
+/// DDS's (rmw_fastrtps, and rclev itself).
 const VENDOR_CYCLONE: [u8; 2] = [0x01, 0x10];
+const VENDOR_EPROSIMA: [u8; 2] = [0x01, 0x0f];
 
 /// A discovered endpoint that belongs to a ROS topic or service.
 #[derive(Debug, Clone)]
@@ -37,12 +39,17 @@ pub(crate) struct RemoteEndpoint {
 }
 
 impl RemoteEndpoint {
-    /// Whether it is rmw_cyclonedds's (or a Cyclone DDS peer's): such clients and services
-    /// put a 16-byte header before the CDR body.
-    pub fn speaks_cyclone_header(&self, gid: &Gid) -> bool {
-        self.user_data.contains_key("clientid")
-            || self.user_data.contains_key("serviceid")
-            || gid.0[..2] == VENDOR_CYCLONE
+    /// Whether this client or service needs rmw_cyclonedds's 16-byte request header before
+    /// the CDR body: Cyclone DDS's endpoints do, and any other that names itself with
+    /// `clientid=`/`serviceid=` — except Fast DDS ones, which are rmw_fastrtps's or rclev's
+    /// (rclev names itself both ways but reads related sample identities, which rmw_fastrtps
+    /// peers need).
+    pub fn needs_cyclone_header(&self, gid: &Gid) -> bool {
+        let vendor = [gid.0[0], gid.0[1]];
+        vendor == VENDOR_CYCLONE
+            || (vendor != VENDOR_EPROSIMA
+                && (self.user_data.contains_key("clientid")
+                    || self.user_data.contains_key("serviceid")))
     }
 }
 
@@ -289,6 +296,33 @@ mod tests {
         assert_eq!(g.offers("/chatter").len(), 1);
         g.endpoint(&discovered(1, true, "rt/chatter", false));
         assert_eq!(g.snapshot().count("/chatter", EndpointKind::Publisher), 0);
+    }
+
+    #[test]
+    fn the_request_header_is_for_cyclone_and_unknown_named_peers_only() {
+        let mut e = GraphCache::default();
+        e.set_own_prefix(&[9; 16]);
+        let mut service = discovered(1, false, "rq/addRequest", true);
+        service.user_data = b"serviceid=01.02;typehash=x;".to_vec();
+        let remote = |d: &DiscoveredEndpoint| RemoteEndpoint {
+            writer: d.writer,
+            topic: RosTopic::Request("/add".into()),
+            type_name: String::new(),
+            type_hash: TypeHash([0; 32]),
+            qos: QoSProfile::default(),
+            user_data: parse_user_data(&d.user_data),
+        };
+        let mut gid = Gid(service.guid);
+        gid.0[..2].copy_from_slice(&VENDOR_CYCLONE);
+        assert!(remote(&service).needs_cyclone_header(&gid));
+        gid.0[..2].copy_from_slice(&VENDOR_EPROSIMA);
+        assert!(!remote(&service).needs_cyclone_header(&gid), "rclev's own");
+        gid.0[..2].copy_from_slice(&[0x01, 0x12]);
+        assert!(remote(&service).needs_cyclone_header(&gid));
+        service.user_data = b"typehash=x;".to_vec();
+        assert!(!remote(&service).needs_cyclone_header(&gid));
+        e = GraphCache::default();
+        drop(e);
     }
 
     #[test]

@@ -159,7 +159,7 @@ impl SampleSink for RequestInbox {
             (id, data.to_vec(), Some(route))
         } else if remote
             .as_ref()
-            .is_some_and(|e| e.speaks_cyclone_header(&writer))
+            .is_some_and(|e| e.needs_cyclone_header(&writer))
         {
             match CycloneHeader::split(data) {
                 Some((header, body)) => {
@@ -519,11 +519,12 @@ impl DdsClient {
         }))
     }
 
-    /// Whether the servers this client reaches speak rmw_cyclonedds's mapping.
+    /// Whether the servers this client reaches need rmw_cyclonedds's mapping (several servers
+    /// of one service that disagree cannot all be served: ROS 2 leaves that undefined).
     fn servers_want_header(&self) -> bool {
         self.request_matched.all().iter().any(|g| {
             self.graph.remote(g).is_some_and(|e| {
-                e.topic == RosTopic::Request(self.name.clone()) && e.speaks_cyclone_header(g)
+                e.topic == RosTopic::Request(self.name.clone()) && e.needs_cyclone_header(g)
             })
         })
     }

@@ -536,3 +536,61 @@ fn ctrl_c_ends_dds_processes_cleanly() {
         },
     );
 }
+
+#[test]
+fn services_work_between_two_rclev_participants() {
+    use rclev::interfaces::example_interfaces::srv::{
+        AddTwoInts, AddTwoInts_Request, AddTwoInts_Response,
+    };
+    in_netns(
+        "services_work_between_two_rclev_participants",
+        Duration::from_secs(60),
+        || {
+            let server_side = dds_context().create_basic_executor();
+            // Entities work while their node lives: keep both nodes.
+            let adder = server_side.create_node("adder").unwrap();
+            let _service = adder
+                .create_service::<AddTwoInts, _>("add", |r: AddTwoInts_Request| {
+                    AddTwoInts_Response { sum: r.a + r.b }
+                })
+                .unwrap();
+            let server_commands = server_side.commands();
+            let server_thread = std::thread::spawn(move || {
+                let errors =
+                    server_side.spin(SpinOptions::default().timeout(Duration::from_secs(20)));
+                drop(adder);
+                errors
+            });
+            let client_side = dds_context().create_basic_executor();
+            let caller = client_side.create_node("caller").unwrap();
+            let client = caller.create_client::<AddTwoInts>("add").unwrap();
+            let sums = Arc::new(Mutex::new(Vec::new()));
+            let s = sums.clone();
+            let commands = client_side.commands();
+            let calls = async move {
+                client
+                    .wait_for_service(Some(Duration::from_secs(10)))
+                    .await
+                    .unwrap();
+                let answers = futures::future::join_all((0..4).map(|i| {
+                    client.call_with_timeout(
+                        AddTwoInts_Request { a: i, b: 10 },
+                        Duration::from_secs(5),
+                    )
+                }))
+                .await;
+                *s.lock().unwrap() = answers.into_iter().map(|a| a.unwrap().sum).collect();
+            };
+            let errors = client_side.spin(
+                SpinOptions::default()
+                    .until_promise_resolved(calls)
+                    .timeout(Duration::from_secs(20)),
+            );
+            assert!(errors.is_empty(), "{errors:?}");
+            assert_eq!(*sums.lock().unwrap(), vec![10, 11, 12, 13]);
+            drop(commands);
+            server_commands.halt_spinning();
+            assert!(server_thread.join().unwrap().is_empty());
+        },
+    );
+}

@@ -9,12 +9,10 @@
 #   bash rclev-dds/tests/shm/skew.sh --all     # the whole matrix of RESULTS.md (records only)
 #
 # Run as root (network, mount and PID namespaces). On Debian it installs what it needs:
-# libfastrtps-dev/libfastcdr-dev (2.9.1), iproute2, util-linux, patch; the oracle venv
+# libfastrtps-dev/libfastcdr-dev (2.9.1), iproute2, util-linux; the oracle venv
 # (`bash .ci/oracles`: Fast DDS 2.14.5 and rclpy). It builds the `chatter` example twice:
 # against 2.14.5 (CARGO_TARGET_DIR, default target/) and against 2.9.1 (FASTDDS_PREFIX=/usr,
-# SKEW_TARGET_291, default target/skew-291). While fastdds-2.9-shim.patch still applies to the
-# tree (the shim lacks its 2.9 guards), it builds a patched copy of the tree instead
-# (target/skew-291-src).
+# SKEW_TARGET_291, default target/skew-291).
 #
 # Each pair runs in a fresh network namespace (only `lo`) AND a fresh mount namespace with its
 # own tmpfs on /dev/shm (SHM segments are not separated by network namespaces: this keeps runs
@@ -125,7 +123,6 @@ need=()
 dpkg -s libfastrtps-dev >/dev/null 2>&1 || need+=(libfastrtps-dev libfastcdr-dev)
 command -v ip >/dev/null || need+=(iproute2)
 command -v unshare >/dev/null || need+=(util-linux)
-command -v patch >/dev/null || need+=(patch)
 if ((${#need[@]})); then
     echo "skew: apt-get install ${need[*]}" >&2
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >&2
@@ -151,20 +148,7 @@ fi
 if [[ -z "${SKEW_BIN_291:-}" ]]; then
     t291="${SKEW_TARGET_291:-$repo/target/skew-291}"
     echo "skew: building chatter against Fast DDS 2.9.1 (FASTDDS_PREFIX=/usr)" >&2
-    if (cd "$repo" && patch -p1 -f -s --dry-run <"$here/fastdds-2.9-shim.patch" >/dev/null 2>&1); then
-        # The tree's shim lacks the 2.9 guards (Fast DDS 2.12's overloads; RESULTS.md): build
-        # a copy of the tree with fastdds-2.9-shim.patch applied (cp -p keeps modification
-        # times, so later runs rebuild only what changed).
-        src="$repo/target/skew-291-src"
-        echo "skew: building a copy of the tree with fastdds-2.9-shim.patch ($src)" >&2
-        rm -rf "$src" && mkdir -p "$src"
-        (cd "$repo" && git ls-files -co --exclude-standard -z |
-            while IFS= read -r -d '' f; do if [[ -e "$f" ]]; then printf '%s\0' "$f"; fi; done |
-            xargs -0 cp -p --parents -t "$src")
-        (cd "$src" && patch -s -p1 <"$here/fastdds-2.9-shim.patch")
-    else
-        src="$repo" # patched already (or fixed otherwise)
-    fi
+    src="$repo" # the shim guards what 2.12 added (RESULTS.md, "Build against 2.9.1")
     (cd "$src" && FASTDDS_PREFIX=/usr RCLEV_ORACLE_VENV="$venv" CARGO_TARGET_DIR="$t291" \
         cargo build "${jobs[@]}" -q -p rclev-dds --example chatter)
     cp "$t291/debug/examples/chatter" "$out/chatter-291"

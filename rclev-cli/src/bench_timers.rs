@@ -33,6 +33,7 @@ use rclev::{Context, ExecutorOptions, SpinOptions, TimerInfo};
 use serde::Serialize;
 
 use crate::anyhow_free::Result;
+use crate::clock;
 use crate::report::{write_json, Window, WindowStats};
 
 const WARMUP: Duration = Duration::from_millis(300);
@@ -262,51 +263,10 @@ fn run_per_task(timers: usize, rate: f64, secs: f64) -> Result<Row> {
     Ok(rec.row("per-task", timers, rate, stats))
 }
 
-/// Sets the calling thread's timer slack, as rclev's scheduler does.
-fn set_timer_slack_1ns() {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer and only affects the calling thread.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_TIMERSLACK,
-            1 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        );
-    }
-}
-
 /// Sleeps until `t` on `CLOCK_MONOTONIC` (the clock `Instant` reads) with an absolute
-/// deadline, so no time passes between computing the delay and sleeping.
+/// deadline, `epoch`/`epoch_ns` being one instant on both clocks.
 fn sleep_until_abs(t: Instant, epoch: Instant, epoch_ns: u64) {
-    let ns = epoch_ns + t.saturating_duration_since(epoch).as_nanos() as u64;
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        );
-    }
-}
-
-/// `CLOCK_MONOTONIC` now, in ns, and the matching `Instant`.
-fn monotonic_epoch() -> (Instant, u64) {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (
-        Instant::now(),
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
-    )
+    clock::sleep_until_ns(epoch_ns + t.saturating_duration_since(epoch).as_nanos() as u64);
 }
 
 fn run_os_sleep(timers: usize, rate: f64, secs: f64) -> Result<Row> {
@@ -316,8 +276,8 @@ fn run_os_sleep(timers: usize, rate: f64, secs: f64) -> Result<Row> {
         .map(|_| {
             let r = rec.clone();
             std::thread::spawn(move || {
-                set_timer_slack_1ns();
-                let (epoch, epoch_ns) = monotonic_epoch();
+                clock::set_timer_slack_1ns();
+                let (epoch, epoch_ns) = (Instant::now(), clock::monotonic_ns());
                 let mut next = Instant::now() + period;
                 while next < r.end {
                     sleep_until_abs(next, epoch, epoch_ns);

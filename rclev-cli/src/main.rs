@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod bench_dds;
 mod bench_pubsub;
 mod bench_timers;
+mod clock;
 mod demo;
 mod plot;
 mod report;

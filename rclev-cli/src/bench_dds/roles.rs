@@ -23,6 +23,7 @@ use rclev::{ExecutorOptions, IntoPrimitiveOptions, QoSProfile, SpinOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::anyhow_free::Result;
+use crate::clock::{monotonic_ns, set_timer_slack_1ns, sleep_until_ns};
 
 /// A role's first line: it is matched and (senders) sending.
 pub const READY: &str = "ready";
@@ -145,22 +146,10 @@ pub fn role(args: RoleArgs) -> Result {
     }
 }
 
-/// `CLOCK_MONOTONIC` in ns: the clock `clock_nanosleep` paces on, so send times and pacing
-/// agree.
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Writes the sequence number and the send time at the start of a payload.
 fn stamp(payload: &mut [u8], seq: u64) {
     payload[..8].copy_from_slice(&seq.to_le_bytes());
-    payload[8..HEADER].copy_from_slice(&mono_ns().to_le_bytes());
+    payload[8..HEADER].copy_from_slice(&monotonic_ns().to_le_bytes());
 }
 
 fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
@@ -248,7 +237,7 @@ impl Stats {
             self.bad();
             return;
         };
-        let rtt = mono_ns().saturating_sub(sent).max(1);
+        let rtt = monotonic_ns().saturating_sub(sent).max(1);
         self.received.fetch_add(1, Ordering::Relaxed);
         let mut h = self.rtt.lock().unwrap_or_else(|e| e.into_inner());
         h.saturating_record(rtt);
@@ -272,7 +261,7 @@ impl Stats {
         };
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Mark {
-            t_ns: mono_ns(),
+            t_ns: monotonic_ns(),
             cpu_s: crate::report::process_cpu_secs(),
             received: get(&self.received),
             bytes: get(&self.bytes),
@@ -344,40 +333,20 @@ fn wait_matched(matched: impl Fn() -> bool) -> Result {
     Ok(())
 }
 
-/// Sleeps until `CLOCK_MONOTONIC` reaches `ns`.
-fn sleep_until(ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: clock_nanosleep reads the timespec we own; no remainder is asked for.
-    while unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
-    } == libc::EINTR
-    {}
-}
-
 /// Calls `send` with 0, 1, 2… at `hz` on a grid of absolute deadlines until `stop`; after a
 /// stall longer than a period it rejoins the grid instead of sending a burst (a burst would
 /// measure queueing, not the round trip).
 fn pace(hz: f64, stop: &AtomicBool, mut send: impl FnMut(u64) -> Result) -> Result {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer and only affects the calling thread; 1 ns
-    // slack keeps the kernel from batching the wake-ups by up to 50 µs.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    set_timer_slack_1ns();
     let period = (1e9 / hz) as u64;
-    let mut next = mono_ns() + period;
+    let mut next = monotonic_ns() + period;
     let mut seq = 0;
     while !stop.load(Ordering::Relaxed) {
-        sleep_until(next);
+        sleep_until_ns(next);
         send(seq)?;
         seq += 1;
         next += period;
-        let now = mono_ns();
+        let now = monotonic_ns();
         if now > next {
             next = now + period - (now - next) % period;
         }

@@ -203,6 +203,16 @@ pub(crate) trait GraphHandler: Send + Sync {
     fn participant(&self, participant: &bridge::DiscoveredParticipant);
 }
 
+/// A shared handler (the graph cache, which the transport reads too) serves as the sink's.
+impl<T: GraphHandler> GraphHandler for std::sync::Arc<T> {
+    fn endpoint(&self, endpoint: &bridge::DiscoveredEndpoint) {
+        (**self).endpoint(endpoint)
+    }
+    fn participant(&self, participant: &bridge::DiscoveredParticipant) {
+        (**self).participant(participant)
+    }
+}
+
 /// Runs a handler call from a Fast DDS thread: a panic must not unwind into C++.
 fn guarded(what: &str, f: impl FnOnce()) {
     if catch_unwind(AssertUnwindSafe(f)).is_err() {

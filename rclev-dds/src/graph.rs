@@ -300,8 +300,6 @@ mod tests {
 
     #[test]
     fn the_request_header_is_for_cyclone_and_unknown_named_peers_only() {
-        let mut e = GraphCache::default();
-        e.set_own_prefix(&[9; 16]);
         let mut service = discovered(1, false, "rq/addRequest", true);
         service.user_data = b"serviceid=01.02;typehash=x;".to_vec();
         let remote = |d: &DiscoveredEndpoint| RemoteEndpoint {
@@ -321,8 +319,6 @@ mod tests {
         assert!(remote(&service).needs_cyclone_header(&gid));
         service.user_data = b"typehash=x;".to_vec();
         assert!(!remote(&service).needs_cyclone_header(&gid));
-        e = GraphCache::default();
-        drop(e);
     }
 
     #[test]

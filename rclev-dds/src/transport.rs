@@ -56,7 +56,7 @@ impl DdsTransport {
     pub fn new(options: &DdsOptions) -> Result<Self> {
         let engine = crate::engine_version();
         let graph = Arc::new(GraphCache::default());
-        let sink = Box::new(GraphSink(Box::new(GraphForward(graph.clone()))));
+        let sink = Box::new(GraphSink(Box::new(graph.clone())));
         let participant = bridge::create_participant(&options.participant_config(&engine), sink)
             .map_err(engine_error)?;
         let guid = participant.guid().bytes;
@@ -79,18 +79,6 @@ impl DdsTransport {
     /// The participant's GUID (its GUID prefix and entity id `000001c1`).
     pub fn participant_guid(&self) -> [u8; 16] {
         self.shared.guid
-    }
-}
-
-/// Hands discovery to the graph cache (the sink owns a reference of its own).
-struct GraphForward(Arc<GraphCache>);
-
-impl crate::ffi::GraphHandler for GraphForward {
-    fn endpoint(&self, e: &bridge::DiscoveredEndpoint) {
-        self.0.endpoint(e)
-    }
-    fn participant(&self, p: &bridge::DiscoveredParticipant) {
-        self.0.participant(p)
     }
 }
 

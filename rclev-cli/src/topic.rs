@@ -54,13 +54,9 @@ fn type_support(info: TypeInfo) -> TypeSupport {
     }
 }
 
-/// `chatter` → `/chatter` (the CLI's node lives in `/`).
-fn absolute(topic: &str) -> String {
-    if topic.starts_with('/') {
-        topic.to_string()
-    } else {
-        format!("/{topic}")
-    }
+/// `chatter` → `/chatter` (the CLI's node lives in `/`), checked by ROS 2's naming rules.
+fn absolute(topic: &str) -> Result<String> {
+    Ok(rclev::expand_topic_name(topic, "/", "rclev")?)
 }
 
 fn cli_node(transport: &DdsTransport, what: &str) -> Result<Arc<dyn NodePort>> {
@@ -104,7 +100,7 @@ impl ReadyHook for Wake {
 
 /// `rclev topic echo`.
 pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>) -> Result {
-    let topic = absolute(topic);
+    let topic = absolute(topic)?;
     let transport = DdsTransport::from_env()?;
     let node = cli_node(&transport, "echo")?;
     // Wait for a publisher first, as `ros2 topic echo` does: its type, and its QoS to adapt
@@ -182,7 +178,7 @@ pub struct PubOptions<'a> {
 
 /// `rclev topic pub`.
 pub fn publish(o: PubOptions<'_>) -> Result {
-    let topic = absolute(o.topic);
+    let topic = absolute(o.topic)?;
     let info = known_type(o.type_name)?;
     let msg = from_yaml(&info, o.values)?;
     let cdr = msg.encode(&info.description)?;

@@ -137,3 +137,24 @@ fn unknown_types_and_bad_yaml_are_clear_errors() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("data: an integer expected"));
 }
+
+#[test]
+fn a_topic_name_ros_2_refuses_is_a_clear_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rclev"))
+        .args([
+            "topic",
+            "pub",
+            "bad name",
+            "std_msgs/msg/String",
+            "{}",
+            "--once",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("invalid topic name"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -50,6 +50,7 @@ pub use executor::{
 };
 pub use handle::{Handle, WeakHandle};
 pub use logging::{LogCapture, LogRecord, LogSeverity, Logger};
+pub use node::names::expand_topic_name;
 pub use node::{
     Client, ClientState, GuardCondition, GuardConditionState, IntoNodeOptions, Node, NodeOptions,
     NodeState, Publisher, PublisherState, Service, ServiceState, Subscription, SubscriptionState,

@@ -9,7 +9,7 @@ pub(crate) mod entity;
 pub(crate) mod events;
 pub(crate) mod graph;
 mod guard;
-pub(crate) mod names;
+pub(crate) mod names; // `expand_topic_name` is re-exported at the crate root
 mod options;
 pub(crate) mod pubsub;
 pub(crate) mod service;

@@ -79,9 +79,16 @@ fn check_tokens<'a>(
     Ok(())
 }
 
-/// Expands a topic or service name against a node's namespace and name:
-/// `chatter` → `/ns/chatter`, `~/state` → `/ns/node/state`, `/tf` → `/tf`.
-pub(crate) fn expand_topic_name(name: &str, namespace: &str, node: &str) -> Result<String> {
+/// Expands a topic or service name against a node's namespace and name, checking it against
+/// ROS 2's naming rules (`Error::InvalidName` otherwise): `chatter` → `/ns/chatter`,
+/// `~/state` → `/ns/node/state`, `/tf` → `/tf`. Tools that make no node (`rclev topic echo`)
+/// expand a user's name with it too.
+///
+/// ```
+/// assert_eq!(rclev::expand_topic_name("chatter", "/robot", "talker").unwrap(), "/robot/chatter");
+/// assert!(rclev::expand_topic_name("bad name", "/", "n").is_err());
+/// ```
+pub fn expand_topic_name(name: &str, namespace: &str, node: &str) -> Result<String> {
     let kind = NameKind::Topic;
     if name.is_empty() {
         return Err(invalid(kind, name, "must not be empty"));

@@ -180,8 +180,13 @@ enum BenchCommand {
         /// dds: seconds of traffic before each window.
         #[arg(long, default_value_t = 1.0)]
         warmup: f64,
-        /// dds: variants, comma-separated (ddsperf is skipped when not installed).
-        #[arg(long, value_delimiter = ',', default_value = "rclev,raw,ddsperf")]
+        /// dds: variants, comma-separated: rclev, rclev-direct, raw, ddsperf (skipped when not
+        /// installed).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "rclev,rclev-direct,raw,ddsperf"
+        )]
         variants: Vec<String>,
     },
     /// Timer precision: rclev's shared scheduler against the reference design, the per-task

@@ -51,6 +51,7 @@ fn type_support(info: TypeInfo) -> TypeSupport {
         rust_type: TypeId::of::<DynamicMessage>(),
         serialize: serialize_dynamic,
         deserialize: deserialize_unsupported,
+        serialize_in_place: None,
     }
 }
 

@@ -25,7 +25,9 @@
 #include <fastdds/rtps/transport/UDPv4TransportDescriptor.h>
 #include <fastdds/rtps/transport/shared_mem/SharedMemTransportDescriptor.h>
 #include <fastrtps/config.h>
+#include <fastrtps/attributes/LibrarySettingsAttributes.h>
 #include <fastrtps/utils/IPLocator.h>
+#include <fastrtps/xmlparser/XMLProfileManager.h>
 
 // Fast DDS 2.12 added TopicDataType::serialize and getSerializedSizeProvider overloads that
 // take a DataRepresentationId_t; older releases (Debian bookworm's 2.9.1) have only the
@@ -40,6 +42,7 @@ namespace rclev_dds {
 
 namespace dds = eprosima::fastdds::dds;
 namespace rtps = eprosima::fastrtps::rtps;
+namespace fastrtps = eprosima::fastrtps;
 
 namespace {
 
@@ -138,6 +141,14 @@ struct BlobSample {
     const uint8_t* ptr = nullptr;
     uint32_t len = 0;
     std::vector<uint8_t> owned;
+    // Set by a reader's listener: `deserialize` copies into a buffer the Rust sink gives out
+    // (`ReaderSink::sample_buffer`) instead of `owned`, and marks `in_rust` once it has, so
+    // the listener hands exactly that buffer over (`on_sample`).
+    const ReaderSink* sink = nullptr;
+    bool in_rust = false;
+    // Set for `DdsWriter::write_encoded`: `serialize` has the Rust encoder write the sample
+    // straight into the payload, which is reserved at `len` bytes (the encoder's capacity).
+    PayloadEncoder* encoder = nullptr;
 };
 
 // A TopicDataType that carries the ROS DDS type name and copies CDR bytes as they are
@@ -160,6 +171,15 @@ public:
         if (payload->max_size < s->len) {
             payload->reserve(s->len);
         }
+        if (s->encoder != nullptr) {
+            size_t written = s->encoder->encode(rust::Slice<uint8_t>(payload->data, s->len));
+            if (written == 0) {
+                return false;  // it did not fit: the Rust side encodes it the other way
+            }
+            payload->length = static_cast<uint32_t>(written);
+            payload->encapsulation = (written > 1 && payload->data[1] == 1) ? CDR_LE : CDR_BE;
+            return true;
+        }
         std::memcpy(payload->data, s->ptr, s->len);
         payload->length = s->len;
         // Byte 1 of the encapsulation header: 1 = little-endian CDR.
@@ -176,8 +196,15 @@ public:
 
     bool deserialize(rtps::SerializedPayload_t* payload, void* data) override {
         auto* s = static_cast<BlobSample*>(data);
-        s->owned.assign(payload->data, payload->data + payload->length);
-        s->ptr = s->owned.data();
+        if (s->sink != nullptr) {
+            uint8_t* buffer = s->sink->sample_buffer(payload->length);
+            std::memcpy(buffer, payload->data, payload->length);
+            s->ptr = buffer;
+            s->in_rust = true;
+        } else {
+            s->owned.assign(payload->data, payload->data + payload->length);
+            s->ptr = s->owned.data();
+        }
         s->len = payload->length;
         return true;
     }
@@ -233,9 +260,12 @@ public:
 
     void on_data_available(dds::DataReader* reader) override {
         BlobSample sample;
+        sample.sink = &*sink_;
         dds::SampleInfo info;
         while (reader->take_next_sample(&sample, &info) == ReturnCode_t::RETCODE_OK) {
-            if (!info.valid_data) {
+            bool written = sample.in_rust;
+            sample.in_rust = false;
+            if (!info.valid_data || !written) {
                 continue;
             }
             SampleMeta meta{};
@@ -243,7 +273,7 @@ public:
             meta.related = to_identity(info.related_sample_identity);
             meta.source_timestamp_ns = to_ns(info.source_timestamp);
             meta.reception_timestamp_ns = to_ns(info.reception_timestamp);
-            sink_->on_sample(rust::Slice<const uint8_t>(sample.ptr, sample.len), meta);
+            sink_->on_sample(sample.len, meta);
         }
     }
 
@@ -456,6 +486,15 @@ std::unique_ptr<DdsParticipant> create_participant(const ParticipantConfig& conf
     auto* factory = dds::DomainParticipantFactory::get_instance();
     // XML profiles named by FASTRTPS_DEFAULT_PROFILES_FILE apply, as in rmw_fastrtps.
     factory->load_profiles();
+    // No synchronous intra-process delivery: with it, a write takes the lock of every reader
+    // of the process it delivers to, on the writing thread. rclev may run a subscription's
+    // callback inside its reader's listener, with that reader's lock held (direct delivery),
+    // so two such callbacks publishing to each other's topics would take two reader locks in
+    // opposite orders. Endpoints of one process talk over shared memory or loopback instead.
+    // Process-wide, after the XML profiles (which may set it too) and before any matching.
+    fastrtps::LibrarySettingsAttributes library;
+    library.intraprocess_delivery = fastrtps::INTRAPROCESS_OFF;
+    fastrtps::xmlparser::XMLProfileManager::library_settings(library);
     dds::DomainParticipantQos qos = factory->get_default_participant_qos();
 
     // Discovery as rmw_fastrtps sets it up for ROS_AUTOMATIC_DISCOVERY_RANGE (rclev's Rust
@@ -544,11 +583,10 @@ DdsWriter::~DdsWriter() {
     core_->release_topic(topic_);
 }
 
-SampleIdentity DdsWriter::write(rust::Slice<const uint8_t> data,
-                                const SampleIdentity& related) const {
-    BlobSample sample;
-    sample.ptr = data.data();
-    sample.len = static_cast<uint32_t>(data.size());
+namespace {
+// One write with the related sample identity (if set) as inline QoS.
+SampleIdentity write_blob(dds::DataWriter* writer, const std::string& topic, BlobSample& sample,
+                          const SampleIdentity& related) {
     rtps::WriteParams params;
     if (related.set) {
         rtps::SampleIdentity id;
@@ -556,10 +594,27 @@ SampleIdentity DdsWriter::write(rust::Slice<const uint8_t> data,
         id.sequence_number(from_seq(related.seq));
         params.related_sample_identity(id);
     }
-    if (!writer_->write(&sample, params)) {
-        throw std::runtime_error("Fast DDS DataWriter::write failed on '" + topic_ + "'");
+    if (!writer->write(&sample, params)) {
+        throw std::runtime_error("Fast DDS DataWriter::write failed on '" + topic + "'");
     }
     return to_identity(params.sample_identity());
+}
+}  // namespace
+
+SampleIdentity DdsWriter::write(rust::Slice<const uint8_t> data,
+                                const SampleIdentity& related) const {
+    BlobSample sample;
+    sample.ptr = data.data();
+    sample.len = static_cast<uint32_t>(data.size());
+    return write_blob(writer_, topic_, sample, related);
+}
+
+SampleIdentity DdsWriter::write_encoded(uint32_t capacity, PayloadEncoder& encoder,
+                                        const SampleIdentity& related) const {
+    BlobSample sample;
+    sample.len = capacity;
+    sample.encoder = &encoder;
+    return write_blob(writer_, topic_, sample, related);
 }
 
 Guid DdsWriter::guid() const { return to_guid(writer_->guid()); }

@@ -42,6 +42,7 @@ struct EndpointQos;
 struct ParticipantConfig;
 struct ReaderSink;
 struct WriterSink;
+struct PayloadEncoder;
 struct GraphSink;
 
 // Owns the DomainParticipant and its one Publisher and Subscriber, and the topics its
@@ -66,6 +67,10 @@ public:
     ~DdsWriter();
     // Writes one sample (CDR with its encapsulation header) and returns its identity.
     SampleIdentity write(rust::Slice<const uint8_t> data, const SampleIdentity& related) const;
+    // Writes a sample that `encoder` encodes straight into Fast DDS's payload buffer of
+    // `capacity` bytes; throws if it does not fit (the encoder knows) or the write fails.
+    SampleIdentity write_encoded(uint32_t capacity, PayloadEncoder& encoder,
+                                 const SampleIdentity& related) const;
     Guid guid() const;
 
 private:

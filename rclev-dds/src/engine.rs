@@ -108,7 +108,7 @@ impl Participant {
             type_name,
             &crate::qos::to_dds(&qos),
             &[],
-            Box::new(ReaderSink(Box::new(events))),
+            Box::new(ReaderSink::new(Box::new(events))),
         )
         .map_err(engine_error)?;
         Ok(Reader {

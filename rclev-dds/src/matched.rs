@@ -95,6 +95,11 @@ impl WriterHandler for WriterEvents {
 /// What a reader does with a sample.
 pub(crate) trait SampleSink: Send + Sync {
     fn sample(&self, data: &[u8], meta: &crate::ffi::bridge::SampleMeta);
+    /// The same, handing over the buffer the sample was taken into (a sink that keeps the
+    /// bytes keeps this one instead of copying them).
+    fn sample_owned(&self, data: Vec<u8>, meta: &crate::ffi::bridge::SampleMeta) {
+        self.sample(&data, meta);
+    }
 }
 
 /// A reader's listener: samples go to `sink`; matches and QoS events as for writers.
@@ -106,8 +111,8 @@ pub(crate) struct ReaderEvents<S> {
 }
 
 impl<S: SampleSink + 'static> ReaderHandler for ReaderEvents<S> {
-    fn sample(&self, data: &[u8], meta: &crate::ffi::bridge::SampleMeta) {
-        self.sink.sample(data, meta);
+    fn sample(&self, data: Vec<u8>, meta: &crate::ffi::bridge::SampleMeta) {
+        self.sink.sample_owned(data, meta);
     }
 
     fn event(&self, event: &EndpointEvent) {

@@ -31,6 +31,7 @@ use rclev::transport::{
 use rclev::{Error, QoSProfile, Result};
 
 use crate::ffi::bridge::{DdsReader, DdsWriter, SampleIdentity, SampleMeta};
+use crate::ffi::Endpoint;
 use crate::graph::GraphCache;
 use crate::matched::{Matched, SampleSink};
 use crate::names::{cyclone_service_id, endpoint_user_data, id_text, service_topics, RosTopic};
@@ -213,8 +214,8 @@ impl SampleSink for RequestInbox {
 /// `rr/<name>Reply`.
 pub(crate) struct DdsService {
     inbox: Arc<RequestInbox>,
-    request_reader: Mutex<Option<UniquePtr<DdsReader>>>,
-    reply_writer: UniquePtr<DdsWriter>,
+    request_reader: Mutex<Option<Endpoint<UniquePtr<DdsReader>>>>,
+    reply_writer: Endpoint<UniquePtr<DdsWriter>>,
     reply_matched: Arc<Matched>,
     response: TypeSupport,
     announced: Mutex<Option<Announced>>,
@@ -439,9 +440,9 @@ impl SampleSink for ResponseInbox {
 pub(crate) struct DdsClient {
     name: String,
     inbox: Arc<ResponseInbox>,
-    request_writer: UniquePtr<DdsWriter>,
+    request_writer: Endpoint<UniquePtr<DdsWriter>>,
     request_matched: Arc<Matched>,
-    _reply_reader: UniquePtr<DdsReader>,
+    _reply_reader: Endpoint<UniquePtr<DdsReader>>,
     reply_matched: Arc<Matched>,
     request: TypeSupport,
     graph: Arc<GraphCache>,

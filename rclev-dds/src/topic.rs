@@ -2,17 +2,19 @@
 //!
 //! A subscription takes every sample on Fast DDS's receive thread (the shim's listener) into
 //! its own queue, which keeps the ROS history (KeepLast drops the oldest and counts it lost),
-//! and rings its [`ReadyHook`]: the executor is pushed, never polls. Lock order: the queue
-//! mutex is a leaf; hooks are called after it is released.
+//! and rings its [`ReadyHook`]: the executor is pushed, never polls. A subscription with
+//! `Delivery::Direct` may have its callback run right there, on the receive thread, when its
+//! worker is idle. Lock order: the queue mutex is a leaf; hooks are called after it is released.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use cxx::UniquePtr;
 
+use rclev::msg::CdrError;
 use rclev::qos::QosRole;
 use rclev::transport::{
     EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort,
@@ -21,6 +23,7 @@ use rclev::transport::{
 use rclev::{DeliveryError, Error, History, QoSProfile, Result};
 
 use crate::ffi::bridge::{DdsReader, SampleIdentity, SampleMeta};
+use crate::ffi::{Endpoint, PayloadEncoder};
 use crate::matched::{Matched, SampleSink};
 use crate::names::{endpoint_user_data, topic_topic};
 use crate::qos::to_dds;
@@ -63,12 +66,21 @@ pub(crate) fn with_cdr<R>(
 
 /// A ROS publisher: one DDS writer on `rt/<name>`.
 pub(crate) struct DdsPublisher {
-    writer: UniquePtr<crate::ffi::bridge::DdsWriter>,
+    writer: Endpoint<UniquePtr<crate::ffi::bridge::DdsWriter>>,
     matched: Arc<Matched>,
     type_support: TypeSupport,
+    /// The encoded size of the last message that went through `with_cdr`: room to reserve
+    /// in Fast DDS's payload for encoding the next ones in place. 0 before the first.
+    size_hint: AtomicUsize,
     gid: Gid,
     qos: QoSProfile,
     _announced: Announced,
+}
+
+/// Room reserved in Fast DDS's payload for a message expected to take `hint` bytes: messages
+/// of one topic are usually alike, and a little headroom lets a slightly larger one fit.
+fn payload_capacity(hint: usize) -> Option<u32> {
+    u32::try_from(hint + hint / 8 + 64).ok()
 }
 
 impl DdsPublisher {
@@ -100,6 +112,7 @@ impl DdsPublisher {
             writer: parts.writer,
             matched: parts.matched,
             type_support: ts,
+            size_hint: AtomicUsize::new(0),
             gid,
             qos,
             _announced: announced,
@@ -109,7 +122,35 @@ impl DdsPublisher {
 
 impl PublisherPort for DdsPublisher {
     fn publish(&self, msg: Payload) -> Result<(), DeliveryError<Payload>> {
+        // A message encoded straight into Fast DDS's payload: no copy through a buffer of
+        // rclev's own. Once the topic's message size is known, and while messages fit.
+        if let (Payload::Shared(value), Some(encode)) = (&msg, self.type_support.serialize_in_place)
+        {
+            let capacity = match self.size_hint.load(Ordering::Relaxed) {
+                0 => None,
+                hint => payload_capacity(hint),
+            };
+            if let Some(capacity) = capacity {
+                let mut encoder = PayloadEncoder::new(value.clone(), encode);
+                let written = self
+                    .writer
+                    .write_encoded(capacity, &mut encoder, &NO_IDENTITY);
+                match (written, encoder.failed.take()) {
+                    (Ok(_), _) => return Ok(()),
+                    // Larger than the room reserved: the usual way below, which learns its size.
+                    (Err(_), Some(Error::Serialization(CdrError::NoRoom { .. }))) => {}
+                    (Err(_), Some(error)) => return Err(DeliveryError { error, value: msg }),
+                    (Err(e), None) => {
+                        return Err(DeliveryError {
+                            error: engine_error(e),
+                            value: msg,
+                        })
+                    }
+                }
+            }
+        }
         let written = with_cdr(&msg, &self.type_support, |bytes| {
+            self.size_hint.store(bytes.len(), Ordering::Relaxed);
             self.writer.write(bytes, &NO_IDENTITY).map_err(engine_error)
         });
         match written {
@@ -160,6 +201,10 @@ impl SubscriptionInbox {
 
 impl SampleSink for SubscriptionInbox {
     fn sample(&self, data: &[u8], meta: &SampleMeta) {
+        self.sample_owned(data.to_vec(), meta);
+    }
+
+    fn sample_owned(&self, data: Vec<u8>, meta: &SampleMeta) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
@@ -174,7 +219,7 @@ impl SampleSink for SubscriptionInbox {
                 reception_sequence_number: q.received,
                 from_intra_process: false,
             };
-            q.items.push_back((data.to_vec(), info));
+            q.items.push_back((data, info));
             if let Some(depth) = self.depth {
                 while q.items.len() > depth {
                     q.items.pop_front();
@@ -182,7 +227,9 @@ impl SampleSink for SubscriptionInbox {
                 }
             }
         }
-        self.ready.ready();
+        // This is Fast DDS's receive thread: a directly delivered subscription's callback may
+        // run right here (`Delivery::Direct`).
+        self.ready.ready_on_receive_thread();
     }
 }
 
@@ -190,7 +237,7 @@ impl SampleSink for SubscriptionInbox {
 pub(crate) struct DdsSubscription {
     inbox: Arc<SubscriptionInbox>,
     /// Taken (and so deleted) by `close`.
-    reader: Mutex<Option<UniquePtr<DdsReader>>>,
+    reader: Mutex<Option<Endpoint<UniquePtr<DdsReader>>>>,
     matched: Arc<Matched>,
     gid: Gid,
     qos: QoSProfile,

@@ -15,7 +15,7 @@ use rclev::{Context, Error, Result};
 
 use crate::config::DdsOptions;
 use crate::ffi::bridge::{self, DdsParticipant, DdsReader, DdsWriter, EndpointQos};
-use crate::ffi::{GraphSink, ReaderSink, WriterSink};
+use crate::ffi::{refuse_on_listener_thread, Endpoint, GraphSink, ReaderSink, WriterSink};
 use crate::graph::GraphCache;
 use crate::matched::{Matched, ReaderEvents, SampleSink, WriterEvents};
 
@@ -122,13 +122,13 @@ impl Drop for DdsNode {
 
 /// A DDS writer with its match tracking.
 pub(crate) struct WriterParts {
-    pub writer: UniquePtr<DdsWriter>,
+    pub writer: Endpoint<UniquePtr<DdsWriter>>,
     pub matched: Arc<Matched>,
 }
 
 /// A DDS reader with its match tracking.
 pub(crate) struct ReaderParts {
-    pub reader: UniquePtr<DdsReader>,
+    pub reader: Endpoint<UniquePtr<DdsReader>>,
     pub matched: Arc<Matched>,
 }
 
@@ -141,6 +141,7 @@ impl DdsNode {
         user_data: &[u8],
         hook: Arc<dyn EventHook>,
     ) -> Result<WriterParts> {
+        refuse_on_listener_thread("writer")?;
         let matched = Arc::new(Matched::default());
         let events = WriterEvents {
             matched: matched.clone(),
@@ -156,7 +157,10 @@ impl DdsNode {
             Box::new(WriterSink(Box::new(events))),
         )
         .map_err(engine_error)?;
-        Ok(WriterParts { writer, matched })
+        Ok(WriterParts {
+            writer: Endpoint::new(writer),
+            matched,
+        })
     }
 
     pub fn new_reader<S: SampleSink + 'static>(
@@ -168,6 +172,7 @@ impl DdsNode {
         sink: Arc<S>,
         hook: Arc<dyn EventHook>,
     ) -> Result<ReaderParts> {
+        refuse_on_listener_thread("reader")?;
         let matched = Arc::new(Matched::default());
         let events = ReaderEvents {
             sink,
@@ -181,10 +186,13 @@ impl DdsNode {
             type_name,
             qos,
             user_data,
-            Box::new(ReaderSink(Box::new(events))),
+            Box::new(ReaderSink::new(Box::new(events))),
         )
         .map_err(engine_error)?;
-        Ok(ReaderParts { reader, matched })
+        Ok(ReaderParts {
+            reader: Endpoint::new(reader),
+            matched,
+        })
     }
 
     /// Records a local endpoint on the graph; the returned guard removes it again.

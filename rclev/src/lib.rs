@@ -60,8 +60,8 @@ pub use parameter::{
     Parameter, ParameterDescriptor, ParameterError, ParameterValue, SetCallbackHandle,
 };
 pub use qos::{
-    Durability, History, IntoPrimitiveOptions, Liveliness, PrimitiveOptions, QoSProfile, QosEvent,
-    Reliability,
+    Delivery, Durability, History, IntoPrimitiveOptions, Liveliness, PrimitiveOptions, QoSProfile,
+    QosEvent, Reliability,
 };
 pub use timer::{
     IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerOptions,

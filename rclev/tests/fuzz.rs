@@ -58,7 +58,7 @@ use rclev::interfaces::std_msgs::msg::Int64;
 use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::interfaces::std_msgs::msg::UInt64;
 use rclev::msg::from_cdr;
-use rclev::msg::to_cdr;
+use rclev::msg::{to_cdr, to_cdr_in_slice};
 use rclev::msg::{CdrError, FieldDescription, IndividualTypeDescription, Message};
 use rclev::parameter::{parse_ros_args, Range};
 use rclev::{
@@ -433,6 +433,23 @@ fn fuzz_arbitrary_bytes<T: Message>(target: &str) {
 fn fuzz_round_trip<T: Message + PartialEq>(target: &str, values: impl Strategy<Value = T>) {
     fuzz(target, values, |value| {
         let le = to_cdr(&value).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        // Encoding in place (into a transport's buffer) gives the same bytes when they fit,
+        // and `NoRoom` when one byte is missing.
+        let mut room = vec![0xAA; le.len() + 16];
+        let n =
+            to_cdr_in_slice(&value, &mut room).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&room[..n], &le[..]);
+        let short = to_cdr_in_slice(&value, &mut room[..le.len() - 1]);
+        prop_assert!(
+            matches!(
+                short,
+                Err(rclev::Error::Serialization(
+                    rclev::msg::CdrError::NoRoom { .. }
+                ))
+            ),
+            "{:?}",
+            short
+        );
         for bytes in [le.clone(), to_cdr_be(&value)] {
             let back = decode_checked::<T>(&bytes)?
                 .ok_or_else(|| TestCaseError::fail("own encoding refused"))?;

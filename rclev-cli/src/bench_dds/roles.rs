@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use rclev::interfaces::std_msgs::msg::ByteMultiArray;
 use rclev::msg::Message;
-use rclev::{ExecutorOptions, IntoPrimitiveOptions, QoSProfile, SpinOptions};
+use rclev::{Delivery, ExecutorOptions, IntoPrimitiveOptions, QoSProfile, SpinOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::anyhow_free::Result;
@@ -72,8 +72,11 @@ impl Role {
 /// Through what a role moves its messages.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
-    /// rclev nodes on `rclev_dds::DdsTransport`.
+    /// rclev nodes on `rclev_dds::DdsTransport`, callbacks on their workers (the default).
     Rclev,
+    /// The same, with the subscriptions' callbacks delivered directly on Fast DDS's receive
+    /// thread when the worker is idle (`Delivery::Direct`).
+    RclevDirect,
     /// `rclev_dds::engine`: Fast DDS through the shim, without rclev's layers.
     Raw,
 }
@@ -83,6 +86,7 @@ impl Engine {
     pub fn name(self) -> &'static str {
         match self {
             Engine::Rclev => "rclev",
+            Engine::RclevDirect => "rclev-direct",
             Engine::Raw => "raw",
         }
     }
@@ -141,7 +145,8 @@ pub fn role(args: RoleArgs) -> Result {
         return Err("--hz must be positive".into());
     }
     match args.engine {
-        Engine::Rclev => rclev_role(&args),
+        Engine::Rclev => rclev_role(&args, Delivery::Worker),
+        Engine::RclevDirect => rclev_role(&args, Delivery::Direct),
         Engine::Raw => raw_role(&args),
     }
 }
@@ -379,7 +384,7 @@ impl SendThread {
 }
 
 /// The role through rclev: a node on the DDS transport, its publisher and subscription.
-fn rclev_role(args: &RoleArgs) -> Result {
+fn rclev_role(args: &RoleArgs, delivery: Delivery) -> Result {
     let context = rclev_dds::DdsTransport::context()?;
     let executor = context.create_executor(ExecutorOptions::default())?;
     let node = executor.create_node(match args.role {
@@ -394,7 +399,7 @@ fn rclev_role(args: &RoleArgs) -> Result {
         Role::Receiver => {
             let s = stats.clone();
             let _sub = node.create_subscription::<ByteMultiArray, _>(
-                DATA.qos(qos()),
+                DATA.qos(qos()).delivery(delivery),
                 move |m: Arc<ByteMultiArray>| s.on_data(&m.data),
             )?;
             serve(&stats, Some(&executor))
@@ -427,7 +432,7 @@ fn rclev_role(args: &RoleArgs) -> Result {
             let publisher = node.create_publisher::<ByteMultiArray>(PONG.qos(qos()))?;
             let s = stats.clone();
             let _sub = node.create_subscription::<ByteMultiArray, _>(
-                PING.qos(qos()),
+                PING.qos(qos()).delivery(delivery),
                 move |m: Arc<ByteMultiArray>| {
                     if publisher.publish_arc(m).is_err() {
                         s.bad();
@@ -440,7 +445,7 @@ fn rclev_role(args: &RoleArgs) -> Result {
             let publisher = node.create_publisher::<ByteMultiArray>(PING.qos(qos()))?;
             let s = stats.clone();
             let sub = node.create_subscription::<ByteMultiArray, _>(
-                PONG.qos(qos()),
+                PONG.qos(qos()).delivery(delivery),
                 move |m: Arc<ByteMultiArray>| s.on_pong(&m.data),
             )?;
             wait_matched(|| {

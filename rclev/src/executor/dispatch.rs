@@ -22,6 +22,15 @@
 //! take a few batches in one turn, but only while `ExecContext::others_waiting` says nothing
 //! else waits.)
 //!
+//! # Direct delivery
+//!
+//! An entity with a [`DirectRunner`] (a subscription with `Delivery::Direct`) may be run by the
+//! transport's receive thread itself ([`ReadyHook::ready_on_receive_thread`]): the runner
+//! borrows the parked worker's payload, so the entity runs as one of the worker's callbacks.
+//! The item is takeable before the runner looks (the producer's order), and when the worker
+//! cannot be borrowed the push falls back to [`notify`](EntityDispatch::notify), so nothing is
+//! lost; items the direct run leaves queue an entry as the worker would.
+//!
 //! The loom model in `executor/loom_tests.rs` checks this protocol on the real worker loop
 //! (`run_worker`, `run_batch`) together with the mailbox's parking: calling `begin` after the
 //! entity's `execute` in `run_batch` makes it deadlock.
@@ -159,12 +168,21 @@ impl ExecContext<'_> {
     }
 }
 
+/// Runs an entity on the calling (receive) thread as one of its worker's callbacks, if the
+/// worker can lend itself right now (see `executor::direct`).
+pub(crate) trait DirectRunner: Send + Sync {
+    /// Runs `entity` here and returns `true`, or returns `false` having run nothing.
+    fn run(&self, entity: &Arc<dyn Executable>) -> bool;
+}
+
 /// The coalescing readiness path of one entity. See the module docs for the protocol.
 pub(crate) struct EntityDispatch {
     /// `true` while a mailbox entry for this entity is queued and not yet begun.
     pending: AtomicBool,
     target: OnceLock<Weak<dyn Executable>>,
     mailbox: Arc<Mailbox>,
+    /// Set for entities delivered directly on receive threads.
+    direct: OnceLock<Box<dyn DirectRunner>>,
 }
 
 impl EntityDispatch {
@@ -175,7 +193,13 @@ impl EntityDispatch {
             pending: AtomicBool::new(true),
             target: OnceLock::new(),
             mailbox,
+            direct: OnceLock::new(),
         })
+    }
+
+    /// Lets receive threads run the entity directly (before [`bind`](Self::bind)).
+    pub(crate) fn set_direct(&self, runner: Box<dyn DirectRunner>) {
+        let _ = self.direct.set(runner);
     }
 
     /// Binds the entity. With `deliver_now`, one entry is queued at once so anything that
@@ -218,6 +242,21 @@ impl ReadyHook for EntityDispatch {
     fn ready(&self) {
         self.notify();
     }
+
+    fn ready_on_receive_thread(&self) {
+        if let Some(runner) = self.direct.get() {
+            // A queued entry means the worker has work: it takes this item too.
+            if self.pending.load(Ordering::Acquire) {
+                return;
+            }
+            if let Some(entity) = self.target.get().and_then(Weak::upgrade) {
+                if runner.run(&entity) {
+                    return;
+                }
+            }
+        }
+        self.notify();
+    }
 }
 
 #[cfg(all(test, not(rclev_loom)))]
@@ -252,14 +291,20 @@ mod tests {
         let queued = (0..1000).filter(|_| probe.dispatch.notify()).count();
         assert_eq!(queued, 1);
         let mut out = Vec::new();
-        assert!(matches!(mailbox.take(&mut out, None), Take::Items));
+        assert!(matches!(
+            mailbox.take(&mut out, None, &mut None),
+            Take::Items
+        ));
         assert_eq!(out.len(), 1);
         assert!(probe.dispatch.is_pending());
         // Once the worker begins the entry, the next readiness queues a fresh one.
         probe.dispatch.begin();
         assert!(probe.dispatch.notify());
         out.clear();
-        assert!(matches!(mailbox.take(&mut out, None), Take::Items));
+        assert!(matches!(
+            mailbox.take(&mut out, None, &mut None),
+            Take::Items
+        ));
         assert_eq!(out.len(), 1);
     }
 
@@ -280,7 +325,7 @@ mod tests {
             let mut max_queued = 0;
             for _ in 0..rounds {
                 out.clear();
-                if let Take::Items = mailbox.take(&mut out, None) {
+                if let Take::Items = mailbox.take(&mut out, None, &mut None) {
                     max_queued = max_queued.max(out.len());
                     probe.dispatch.begin();
                 }
@@ -292,7 +337,7 @@ mod tests {
         });
         // After every producer has finished, either an entry is queued or none is pending.
         out.clear();
-        let queued = matches!(mailbox.take(&mut out, None), Take::Items);
+        let queued = matches!(mailbox.take(&mut out, None, &mut None), Take::Items);
         assert_eq!(queued, probe.dispatch.is_pending());
     }
 
@@ -303,7 +348,7 @@ mod tests {
         let dispatch = probe.dispatch.clone();
         drop(probe);
         let mut out = Vec::new();
-        mailbox.take(&mut out, None);
+        mailbox.take(&mut out, None, &mut None);
         let MailItem::Entity(weak) = out.pop().unwrap() else {
             panic!("expected an entity entry")
         };

@@ -11,11 +11,13 @@ use std::sync::Arc;
 
 use loom::future::block_on;
 
+use super::direct::WorkerLender;
 use super::dispatch::{EntityDispatch, ExecContext, Executable};
-use super::mailbox::Mailbox;
+use super::mailbox::{MailItem, Mailbox};
 use super::ExecutorShared;
 use crate::loom_model::{check, idle_runtime, spawn_worker};
 use crate::sync::{model_lock as lock, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
+use crate::transport::ReadyHook;
 
 /// An entity whose "queue" is a count of takeable items.
 struct Counter {
@@ -173,5 +175,103 @@ fn loom_no_callback_runs_after_the_last_spin_returns() {
             !probe.violated.load(Ordering::SeqCst),
             "a callback ran after the last spin returned"
         );
+    });
+}
+
+/// A directly delivered entity: its callback and the worker's job both check that no other
+/// callback of the worker runs meanwhile.
+struct Lendee {
+    dispatch: Arc<EntityDispatch>,
+    takeable: AtomicU64,
+    inside: Arc<AtomicBool>,
+    violated: Arc<AtomicBool>,
+    consumed: Arc<(Mutex<u64>, Condvar)>,
+}
+
+/// Marks a callback of the worker running; flags an overlap.
+fn enter_callback(inside: &AtomicBool, violated: &AtomicBool) {
+    if inside.swap(true, Ordering::SeqCst) {
+        violated.store(true, Ordering::SeqCst);
+    }
+}
+
+fn count(consumed: &(Mutex<u64>, Condvar), n: u64) {
+    *lock(&consumed.0) += n;
+    consumed.1.notify_all();
+}
+
+impl Executable for Lendee {
+    fn execute(&self, _cx: &mut ExecContext<'_>) {
+        let taken = self.takeable.swap(0, Ordering::AcqRel);
+        if taken > 0 {
+            enter_callback(&self.inside, &self.violated);
+            self.inside.store(false, Ordering::SeqCst);
+            count(&self.consumed, taken);
+        }
+    }
+    fn dispatch(&self) -> &EntityDispatch {
+        &self.dispatch
+    }
+}
+
+/// Direct delivery on the real code: a receive thread making an item takeable and calling
+/// `ready_on_receive_thread` (hence `WorkerLender::run`: the mailbox's `claim_direct` and
+/// `release_direct`, the section and gate check) races the real worker loop, which parks its
+/// payload in the mailbox, and a job pushed to the worker. The worker's callbacks never
+/// overlap, and both the item and the job are consumed whichever thread runs them: a wake-up
+/// lost around the lend (the worker parked with work queued after `release_direct`) leaves
+/// the main thread waiting forever, which loom reports as a deadlock.
+#[test]
+fn loom_direct_runs_exclude_the_worker_and_lose_nothing() {
+    let handle = idle_runtime();
+    check("direct delivery (real WorkerLender)", Some(3), move || {
+        let exec = ExecutorShared::for_model(handle.clone());
+        let mailbox = Arc::new(Mailbox::default());
+        let dispatch = EntityDispatch::unbound(mailbox.clone());
+        dispatch.set_direct(Box::new(WorkerLender::new(
+            mailbox.clone(),
+            exec.host().clone(),
+        )));
+        let inside = Arc::new(AtomicBool::new(false));
+        let violated = Arc::new(AtomicBool::new(false));
+        let consumed = Arc::new((Mutex::new(0), Condvar::new()));
+        let lendee = Arc::new(Lendee {
+            dispatch: dispatch.clone(),
+            takeable: AtomicU64::new(0),
+            inside: inside.clone(),
+            violated: violated.clone(),
+            consumed: consumed.clone(),
+        });
+        let entity: Arc<dyn Executable> = lendee.clone();
+        dispatch.bind(Arc::downgrade(&entity), false);
+
+        let worker = spawn_worker(&exec, &mailbox);
+        let l = lendee.clone();
+        let receiver = loom::thread::spawn(move || {
+            l.takeable.fetch_add(1, Ordering::Release);
+            l.dispatch.ready_on_receive_thread();
+        });
+        let (job_inside, job_violated, job_consumed) =
+            (inside.clone(), violated.clone(), consumed.clone());
+        mailbox.push(MailItem::Job(Box::new(move |_| {
+            enter_callback(&job_inside, &job_violated);
+            job_inside.store(false, Ordering::SeqCst);
+            count(&job_consumed, 1);
+        })));
+
+        {
+            let mut n = lock(&consumed.0);
+            while *n < 2 {
+                n = consumed.1.wait(n).unwrap();
+            }
+        }
+        receiver.join().unwrap();
+        mailbox.close();
+        worker.join().unwrap();
+        assert!(
+            !violated.load(Ordering::SeqCst),
+            "two callbacks of one worker overlapped"
+        );
+        assert_eq!(lendee.takeable.load(Ordering::Acquire), 0);
     });
 }

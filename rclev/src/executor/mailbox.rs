@@ -6,6 +6,13 @@
 //! pushing. A push therefore either lands before the worker looks (the worker sees it) or finds
 //! the waker (and wakes it) — never neither. The `has_items` atomic is only a hint for the
 //! worker's brief spin before it parks; correctness never depends on it.
+//!
+//! Lending: a parked worker leaves its payload in the inbox (`parked`), and whoever holds the
+//! payload is the one running the worker's callbacks. A transport's receive thread may take it
+//! ([`Mailbox::claim_direct`]) only while the worker is parked with nothing queued, and gives it
+//! back with [`Mailbox::release_direct`], which wakes the worker if work was queued meanwhile.
+//! While it is lent, the worker's `take` finds [`Take::Lent`] and parks again. So the worker's
+//! callbacks still run one at a time, whichever thread runs them (see `executor::direct`).
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,12 +26,18 @@ use crate::sync::{model_lock as lock, Mutex};
 /// A one-off job for the worker's payload (from `Worker::run`).
 pub(crate) type Job = Box<dyn FnOnce(&mut (dyn Any + Send)) + Send>;
 
+/// A worker's payload (`()` for a node's default worker).
+pub(crate) type WorkerPayload = Box<dyn Any + Send>;
+
 /// One mailbox entry.
 pub(crate) enum MailItem {
     /// An entity became ready. Weak, so a dropped entity is never run.
     Entity(Weak<dyn Executable>),
     /// Run a closure on the payload.
     Job(Job),
+    /// An async callback's future, started by a callback that ran off the worker's task
+    /// (directly on a receive thread): the worker polls it with its own.
+    Spawned(futures::future::BoxFuture<'static, ()>),
 }
 
 #[derive(Default)]
@@ -34,9 +47,14 @@ struct Inbox {
     /// Woken only by `close`: the worker parks on the spin gate while nobody spins, and must
     /// still end when its mailbox closes (its node dropped), not linger until the next spin.
     close_waker: Option<Waker>,
-    /// The worker took items and has not come back empty-handed yet.
+    /// The worker took items and has not come back empty-handed yet, or a receive thread
+    /// borrowed the payload.
     busy: bool,
     closed: bool,
+    /// The payload of a parked worker; `None` while the worker or a receive thread holds it.
+    parked: Option<WorkerPayload>,
+    /// A receive thread holds the payload (between `claim_direct` and `release_direct`).
+    lent: bool,
 }
 
 /// A worker's mailbox.
@@ -48,6 +66,9 @@ pub(crate) struct Mailbox {
     pub(crate) wakeups: AtomicU64,
     /// The worker's start fence (see `fence`): `shutdown` waits it out.
     pub(crate) fence: super::fence::StartFence,
+    /// The Tokio runtime the worker runs on, recorded by the worker when it starts: a
+    /// callback run on a receive thread enters it, so it can spawn tasks as on the worker.
+    pub(crate) runtime: std::sync::OnceLock<tokio::runtime::Handle>,
 }
 
 /// What `Mailbox::take` found.
@@ -58,6 +79,10 @@ pub(crate) enum Take {
     Empty,
     /// The mailbox was closed: the worker should exit.
     Closed,
+    /// A receive thread has borrowed the payload and runs one of the worker's entities; the
+    /// worker takes nothing now (if a waker was given it is registered, and
+    /// [`release_direct`](Mailbox::release_direct) wakes it when there is work).
+    Lent,
 }
 
 impl Mailbox {
@@ -79,27 +104,80 @@ impl Mailbox {
         true
     }
 
-    /// Moves every queued item into `out`. When there are none and `park` is given, registers
-    /// it as the waker for the next push and marks the worker idle.
-    pub(crate) fn take(&self, out: &mut Vec<MailItem>, park: Option<&Waker>) -> Take {
+    /// Moves every queued item into `out`, and the payload into `payload` if the worker left it
+    /// here when it parked. When there are none and `park` is given, registers it as the waker
+    /// for the next push, marks the worker idle and parks the payload (taking it from
+    /// `payload`), which a receive thread may then borrow.
+    pub(crate) fn take(
+        &self,
+        out: &mut Vec<MailItem>,
+        park: Option<&Waker>,
+        payload: &mut Option<WorkerPayload>,
+    ) -> Take {
         let mut inbox = lock(&self.inbox);
         if inbox.closed {
             return Take::Closed;
+        }
+        if inbox.lent {
+            if let Some(w) = park {
+                register(&mut inbox.waker, w);
+            }
+            return Take::Lent;
         }
         if !inbox.items.is_empty() {
             std::mem::swap(&mut inbox.items, out);
             self.has_items.store(false, Ordering::Relaxed);
             inbox.busy = true;
+            if payload.is_none() {
+                *payload = inbox.parked.take();
+            }
             return Take::Items;
         }
         if let Some(w) = park {
             inbox.busy = false;
-            match &inbox.waker {
-                Some(old) if old.will_wake(w) => {}
-                _ => inbox.waker = Some(w.clone()),
+            register(&mut inbox.waker, w);
+            if let Some(p) = payload.take() {
+                inbox.parked = Some(p);
             }
         }
         Take::Empty
+    }
+
+    /// Borrows a parked worker's payload for a receive thread that will run one of the
+    /// worker's entities: only if the worker is parked (its payload is here) with nothing
+    /// queued. Marks the worker busy until [`release_direct`](Self::release_direct).
+    pub(crate) fn claim_direct(&self) -> Option<WorkerPayload> {
+        let mut inbox = lock(&self.inbox);
+        if inbox.closed || inbox.busy || !inbox.items.is_empty() {
+            return None;
+        }
+        let payload = inbox.parked.take()?;
+        inbox.busy = true;
+        inbox.lent = true;
+        Some(payload)
+    }
+
+    /// Gives a borrowed payload back; wakes the worker if work was queued meanwhile. After
+    /// `close` the payload is dropped here, as the worker would have dropped it.
+    pub(crate) fn release_direct(&self, payload: WorkerPayload) {
+        let mut inbox = lock(&self.inbox);
+        inbox.lent = false;
+        inbox.busy = false;
+        if inbox.closed {
+            drop(inbox);
+            drop(payload);
+            return;
+        }
+        inbox.parked = Some(payload);
+        let waker = if inbox.items.is_empty() {
+            None
+        } else {
+            inbox.waker.take()
+        };
+        drop(inbox);
+        if let Some(w) = waker {
+            w.wake();
+        }
     }
 
     /// Puts items the worker took but did not run back at the front, in order.
@@ -134,11 +212,16 @@ impl Mailbox {
 
     /// Closes the mailbox and wakes the worker so it exits; queued items are dropped.
     pub(crate) fn close(&self) {
-        let (waker, close_waker) = {
+        let (waker, close_waker, _items, _payload) = {
             let mut inbox = lock(&self.inbox);
             inbox.closed = true;
-            inbox.items.clear();
-            (inbox.waker.take(), inbox.close_waker.take())
+            // Dropped outside the lock: entities and payloads run user destructors.
+            (
+                inbox.waker.take(),
+                inbox.close_waker.take(),
+                std::mem::take(&mut inbox.items),
+                inbox.parked.take(),
+            )
         };
         for w in [waker, close_waker].into_iter().flatten() {
             w.wake();
@@ -151,11 +234,16 @@ impl Mailbox {
         if inbox.closed {
             return true;
         }
-        match &inbox.close_waker {
-            Some(old) if old.will_wake(waker) => {}
-            _ => inbox.close_waker = Some(waker.clone()),
-        }
+        register(&mut inbox.close_waker, waker);
         false
+    }
+}
+
+/// Stores `waker` in `slot` unless the one there already wakes the same task.
+fn register(slot: &mut Option<Waker>, waker: &Waker) {
+    match slot {
+        Some(old) if old.will_wake(waker) => {}
+        _ => *slot = Some(waker.clone()),
     }
 }
 

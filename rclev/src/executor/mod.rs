@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
 pub(crate) mod core;
+pub(crate) mod direct;
 pub(crate) mod dispatch;
 pub(crate) mod fence;
 pub(crate) mod mailbox;

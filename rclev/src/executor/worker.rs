@@ -16,7 +16,7 @@ use futures::{FutureExt, StreamExt};
 
 use super::core::WorkerHost;
 use super::dispatch::ExecContext;
-use super::mailbox::{MailItem, Mailbox, Take};
+use super::mailbox::{MailItem, Mailbox, Take, WorkerPayload};
 use crate::error::{panic_message, Error};
 
 /// A worker as the entities it runs see it from below the node layer: the mailbox their
@@ -85,9 +85,16 @@ impl SpinPolicy {
 pub(crate) async fn run_worker(
     mailbox: Arc<Mailbox>,
     exec: Arc<WorkerHost>,
-    mut payload: Box<dyn Any + Send>,
+    payload: WorkerPayload,
     mut spin: SpinPolicy,
 ) {
+    // `None` while the worker is parked and its payload waits in the mailbox, where a receive
+    // thread may borrow it (see `mailbox`): who holds the payload runs the callbacks.
+    let mut payload = Some(payload);
+    #[cfg(not(rclev_loom))]
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        let _ = mailbox.runtime.set(handle);
+    }
     let mut batch: Vec<MailItem> = Vec::new();
     let mut spawned: Vec<BoxFuture<'static, ()>> = Vec::new();
     let mut in_flight: FuturesUnordered<BoxFuture<'static, ()>> = FuturesUnordered::new();
@@ -133,7 +140,7 @@ pub(crate) async fn run_worker(
 
             // A non-empty batch was taken by the parking `take` below and is run here.
             let taken = if batch.is_empty() {
-                mailbox.take(&mut batch, None)
+                mailbox.take(&mut batch, None, &mut payload)
             } else {
                 Take::Items
             };
@@ -147,14 +154,11 @@ pub(crate) async fn run_worker(
                             spin.record_no_spin_needed();
                         }
                     }
-                    run_batch(
-                        &mailbox,
-                        &mut batch,
-                        &mut *payload,
-                        &mut spawned,
-                        &report,
-                        &exec,
-                    );
+                    // Items come with the payload: `take` hands it back when it parked.
+                    let Some(payload) = payload.as_deref_mut() else {
+                        unreachable!("a worker took items without its payload");
+                    };
+                    run_batch(&mailbox, &mut batch, payload, &mut spawned, &report, &exec);
                     for fut in spawned.drain(..) {
                         in_flight.push(fenced(fut, &mailbox, &exec));
                     }
@@ -166,6 +170,12 @@ pub(crate) async fn run_worker(
                     continue;
                 }
                 Take::Empty => {}
+                // A receive thread runs one of this worker's entities: park until it is done.
+                Take::Lent => match mailbox.take(&mut batch, Some(cx.waker()), &mut payload) {
+                    Take::Closed => return Poll::Ready(()),
+                    Take::Items => continue,
+                    Take::Empty | Take::Lent => return Poll::Pending,
+                },
             }
 
             let since = *idle_since.get_or_insert_with(Instant::now);
@@ -177,13 +187,14 @@ pub(crate) async fn run_worker(
                     continue;
                 }
             }
-            match mailbox.take(&mut batch, Some(cx.waker())) {
+            match mailbox.take(&mut batch, Some(cx.waker()), &mut payload) {
                 Take::Closed => return Poll::Ready(()),
                 Take::Items => continue,
                 Take::Empty => {
                     exec.notify_idle();
                     return Poll::Pending;
                 }
+                Take::Lent => return Poll::Pending,
             }
         }
     })
@@ -193,7 +204,7 @@ pub(crate) async fn run_worker(
 fn needs_spin(item: &MailItem) -> bool {
     match item {
         MailItem::Entity(weak) => weak.upgrade().is_none_or(|e| e.arrivals_need_spin()),
-        MailItem::Job(_) => true,
+        MailItem::Job(_) | MailItem::Spawned(_) => true,
     }
 }
 
@@ -250,6 +261,7 @@ fn run_batch(
                 // `Error::Shutdown`.
                 cx.guarded("worker job", job);
             }
+            MailItem::Spawned(fut) => cx.spawn(fut),
         }
     }
 }

@@ -94,6 +94,12 @@ pub enum CdrError {
         /// What is wrong.
         detail: String,
     },
+    /// A message encoded into a fixed buffer ([`CdrWriter::in_slice`]) did not fit in it.
+    #[error("the CDR encoding does not fit in a buffer of {capacity} bytes")]
+    NoRoom {
+        /// The buffer's size.
+        capacity: usize,
+    },
 }
 
 mod sealed {
@@ -162,9 +168,66 @@ fn wire_len(len: usize) -> Result<u32, CdrError> {
 /// should be discarded.
 #[derive(Debug)]
 pub struct CdrWriter<'a> {
-    buf: &'a mut Vec<u8>,
+    buf: Out<'a>,
     /// `buf.len()` at creation: where the body starts, and what alignment counts from.
     origin: usize,
+}
+
+/// Where a [`CdrWriter`] writes: a vector it grows, or a fixed slice (a transport's own
+/// payload buffer, so that a message is encoded where it is sent from, without a copy).
+/// A write that does not fit a slice is dropped and remembered: the encoding as a whole then
+/// fails with [`CdrError::NoRoom`] (see [`CdrWriter::finish_in_slice`]).
+#[derive(Debug)]
+enum Out<'a> {
+    Vec(&'a mut Vec<u8>),
+    Slice {
+        buf: &'a mut [u8],
+        len: usize,
+        overflowed: bool,
+    },
+}
+
+impl Out<'_> {
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            Out::Vec(v) => v.len(),
+            Out::Slice { len, .. } => *len,
+        }
+    }
+
+    #[inline]
+    fn reserve(&mut self, additional: usize) {
+        if let Out::Vec(v) = self {
+            v.reserve(additional);
+        }
+    }
+
+    #[inline]
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        match self {
+            Out::Vec(v) => v.extend_from_slice(bytes),
+            Out::Slice {
+                buf,
+                len,
+                overflowed,
+            } => match buf.get_mut(*len..*len + bytes.len()) {
+                Some(room) => {
+                    room.copy_from_slice(bytes);
+                    *len += bytes.len();
+                }
+                None => *overflowed = true,
+            },
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        match self {
+            Out::Vec(v) => v.push(byte),
+            slice => slice.extend_from_slice(&[byte]),
+        }
+    }
 }
 
 macro_rules! write_typed {
@@ -182,7 +245,44 @@ impl<'a> CdrWriter<'a> {
     /// the encapsulation header first (or nothing, for a bare body).
     pub fn new(buf: &'a mut Vec<u8>) -> Self {
         let origin = buf.len();
-        CdrWriter { buf, origin }
+        CdrWriter {
+            buf: Out::Vec(buf),
+            origin,
+        }
+    }
+
+    /// A writer into the fixed buffer `buf`, from its start; alignment counts from
+    /// `body_start` (after an encapsulation header the caller writes first with
+    /// [`write_raw`](Self::write_raw)). End with [`finish_in_slice`](Self::finish_in_slice).
+    pub fn in_slice(buf: &'a mut [u8], body_start: usize) -> Self {
+        CdrWriter {
+            buf: Out::Slice {
+                buf,
+                len: 0,
+                overflowed: false,
+            },
+            origin: body_start,
+        }
+    }
+
+    /// Writes bytes as they are, with no alignment (an encapsulation header).
+    pub fn write_raw(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// How many bytes a writer made with [`in_slice`](Self::in_slice) wrote, or
+    /// [`CdrError::NoRoom`] if they did not all fit; for a vector writer, the vector's length.
+    pub fn finish_in_slice(self) -> Result<usize, CdrError> {
+        match self.buf {
+            Out::Slice {
+                buf,
+                overflowed: true,
+                ..
+            } => Err(CdrError::NoRoom {
+                capacity: buf.len(),
+            }),
+            out => Ok(out.len()),
+        }
     }
 
     /// Reserves room for at least `additional` more bytes.
@@ -302,7 +402,8 @@ impl<'a> CdrWriter<'a> {
 
     /// Writes a fixed-size `bool` array: one byte per element, no length prefix.
     pub fn write_bool_array(&mut self, a: &[bool]) {
-        self.buf.extend(a.iter().map(|&b| u8::from(b)));
+        // A `bool` is one byte, 0 or 1: the slice's bytes are its CDR encoding.
+        self.buf.extend_from_slice(bytemuck::cast_slice(a));
     }
 
     /// Writes a `bool` sequence: the length prefix, then one byte per element.

@@ -179,6 +179,28 @@ pub fn to_cdr_into<T: Message>(msg: &T, buf: &mut Vec<u8>) -> Result<()> {
     Ok(result?)
 }
 
+/// Encodes a message, CDR-encapsulated, into the start of a fixed buffer (a transport's own
+/// payload buffer, so the encoding is not copied again) and returns how many bytes it took.
+///
+/// Fails with [`CdrError::NoRoom`] if it does not fit (the buffer then holds a partial
+/// encoding), and as [`to_cdr_into`] does.
+///
+/// ```
+/// use rclev::interfaces::std_msgs::msg::Int64;
+/// use rclev::msg::{to_cdr, to_cdr_in_slice};
+/// let msg = Int64 { data: -5 };
+/// let mut buf = [0u8; 64];
+/// let n = to_cdr_in_slice(&msg, &mut buf).unwrap();
+/// assert_eq!(&buf[..n], &to_cdr(&msg).unwrap()[..]);
+/// assert!(to_cdr_in_slice(&msg, &mut buf[..6]).is_err());
+/// ```
+pub fn to_cdr_in_slice<T: Message>(msg: &T, buf: &mut [u8]) -> Result<usize> {
+    let mut w = CdrWriter::in_slice(buf, CDR_LE_HEADER.len());
+    w.write_raw(&CDR_LE_HEADER);
+    msg.encode_cdr(&mut w)?;
+    Ok(w.finish_in_slice()?)
+}
+
 /// Serializes a message into a new CDR-encapsulated buffer.
 ///
 /// ```

@@ -14,10 +14,11 @@ use super::events::{EventSink, WarningHook};
 use super::worker::WorkerCore;
 use crate::error::{DeliveryError, Error, Result};
 use crate::executor::core::WorkerHost;
+use crate::executor::direct::WorkerLender;
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
 use crate::executor::fence::CallGate;
 use crate::msg::Message;
-use crate::qos::{IntoPrimitiveOptions, QoSProfile, QosEvent};
+use crate::qos::{Delivery, IntoPrimitiveOptions, QoSProfile, QosEvent};
 use crate::sync::lock;
 use crate::transport::{Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort};
 
@@ -115,6 +116,16 @@ pub(crate) enum SubscriptionCallback<T> {
     WithInfo(Callback<(Arc<T>, MessageInfo)>),
 }
 
+impl<T> SubscriptionCallback<T> {
+    /// Whether the callback runs to completion when called (not async).
+    fn is_sync(&self) -> bool {
+        match self {
+            Self::Message(f) => matches!(f, Callback::Sync(_)),
+            Self::WithInfo(f) => matches!(f, Callback::Sync(_)),
+        }
+    }
+}
+
 /// The callback with the buffer its batches are taken into (kept to avoid an allocation per
 /// round).
 enum Receiver<T> {
@@ -155,6 +166,9 @@ pub(crate) fn create_subscription<T: Message>(
     options: impl IntoPrimitiveOptions,
     callback: SubscriptionCallback<T>,
 ) -> Result<Subscription<T>> {
+    let options = options.into_primitive_options();
+    // Async callbacks run on their worker's task whatever the option says.
+    let direct = options.delivery == Delivery::Direct && callback.is_sync();
     let mut endpoint = topic_endpoint::<T>(core, options)?;
     let receiver = match callback {
         SubscriptionCallback::Message(f) => Receiver::Message(f, Vec::with_capacity(MAX_BATCH)),
@@ -166,6 +180,12 @@ pub(crate) fn create_subscription<T: Message>(
     let label = format!("subscription {}", endpoint.name);
     let events = EventSink::create(core, label.clone())?;
     let sub = bind_entity(core, true, |dispatch| {
+        if direct {
+            dispatch.set_direct(Box::new(WorkerLender::new(
+                core.mailbox.clone(),
+                core.exec.host().clone(),
+            )));
+        }
         let port =
             core.node
                 .port

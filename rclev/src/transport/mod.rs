@@ -28,13 +28,22 @@ mod payload;
 pub use graph::{EndpointInfo, EndpointKind, GraphNotifier, GraphSnapshot, NodeName};
 pub use ids::{Gid, MessageInfo, RequestId};
 pub use intra::IntraProcess;
-pub use payload::{Payload, TypeSupport};
+pub use payload::{EncodeInPlace, Payload, TypeSupport};
 
 /// Called by a transport when an endpoint has something to take. Must be cheap and must not
 /// block: it runs on the publishing thread (or the transport's receive thread).
 pub trait ReadyHook: Send + Sync {
     /// Something became ready.
     fn ready(&self);
+
+    /// Something became ready, pushed from the transport's own receive thread, which is not
+    /// the publisher's and may lend itself to run the entity's work right there (see
+    /// [`Delivery::Direct`](crate::qos::Delivery::Direct)); then this returns once that work
+    /// has run. The transport must hold none of its own locks while calling this. By default
+    /// the same as [`ready`](Self::ready).
+    fn ready_on_receive_thread(&self) {
+        self.ready();
+    }
 }
 
 /// Called by a transport with a QoS event for an endpoint. Same rules as [`ReadyHook`].

@@ -74,7 +74,17 @@ pub struct TypeSupport {
     pub serialize: fn(&(dyn Any + Send + Sync), &mut Vec<u8>) -> Result<()>,
     /// Decodes CDR bytes (with encapsulation header) into a shareable value of this type.
     pub deserialize: fn(&[u8]) -> Result<Arc<dyn Any + Send + Sync>>,
+    /// Encodes a [`Payload::Shared`] value of this type (with encapsulation header) into the
+    /// start of a fixed buffer and returns its length; [`CdrError::NoRoom`] if it does not fit.
+    /// A wire transport encodes straight into its own send buffer with it. `None`: only
+    /// [`serialize`](Self::serialize) is available.
+    ///
+    /// [`CdrError::NoRoom`]: crate::msg::CdrError::NoRoom
+    pub serialize_in_place: Option<EncodeInPlace>,
 }
+
+/// Encodes a shared value, CDR-encapsulated, into the start of a fixed buffer; its length.
+pub type EncodeInPlace = fn(&(dyn Any + Send + Sync), &mut [u8]) -> Result<usize>;
 
 impl std::fmt::Debug for TypeSupport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -85,14 +95,19 @@ impl std::fmt::Debug for TypeSupport {
 impl TypeSupport {
     /// The type support of message type `T`.
     pub fn of<T: Message>() -> Self {
-        fn ser<T: Message>(v: &(dyn Any + Send + Sync), buf: &mut Vec<u8>) -> Result<()> {
-            match v.downcast_ref::<T>() {
-                Some(m) => crate::msg::to_cdr_into(m, buf),
-                None => Err(crate::error::Error::Transport(format!(
+        fn message<T: Message>(v: &(dyn Any + Send + Sync)) -> Result<&T> {
+            v.downcast_ref::<T>().ok_or_else(|| {
+                crate::error::Error::Transport(format!(
                     "a payload to serialize as {} holds another Rust type",
                     T::TYPE_NAME
-                ))),
-            }
+                ))
+            })
+        }
+        fn ser<T: Message>(v: &(dyn Any + Send + Sync), buf: &mut Vec<u8>) -> Result<()> {
+            crate::msg::to_cdr_into(message::<T>(v)?, buf)
+        }
+        fn ser_in_place<T: Message>(v: &(dyn Any + Send + Sync), buf: &mut [u8]) -> Result<usize> {
+            crate::msg::to_cdr_in_slice(message::<T>(v)?, buf)
         }
         fn de<T: Message>(b: &[u8]) -> Result<Arc<dyn Any + Send + Sync>> {
             Ok(Arc::new(crate::msg::from_cdr::<T>(b)?))
@@ -102,6 +117,7 @@ impl TypeSupport {
             rust_type: TypeId::of::<T>(),
             serialize: ser::<T>,
             deserialize: de::<T>,
+            serialize_in_place: Some(ser_in_place::<T>),
         }
     }
 

@@ -143,6 +143,20 @@ impl Mailbox {
         Take::Empty
     }
 
+    /// Leaves the payload of a worker that runs nothing for a moment (it spins before
+    /// parking) in the mailbox, so that a receive thread may borrow it as from a parked worker.
+    /// The worker's next `take` gives it back with the items, or finds it lent.
+    pub(crate) fn lend_while_spinning(&self, payload: &mut Option<WorkerPayload>) {
+        let mut inbox = lock(&self.inbox);
+        if inbox.closed {
+            return;
+        }
+        if let Some(p) = payload.take() {
+            inbox.parked = Some(p);
+        }
+        inbox.busy = false;
+    }
+
     /// Borrows a parked worker's payload for a receive thread that will run one of the
     /// worker's entities: only if the worker is parked (its payload is here) with nothing
     /// queued. Marks the worker busy until [`release_direct`](Self::release_direct).

@@ -180,6 +180,10 @@ pub(crate) async fn run_worker(
 
             let since = *idle_since.get_or_insert_with(Instant::now);
             if spin.should_spin() {
+                // Spinning runs nothing: a receive thread may borrow the worker meanwhile, as
+                // when it is parked. Otherwise a worker that spins because work comes often
+                // would turn every direct delivery into a hand-off to itself, and keep spinning.
+                mailbox.lend_while_spinning(&mut payload);
                 while !mailbox.has_items() && since.elapsed() < spin.window {
                     std::hint::spin_loop();
                 }

@@ -8,16 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{eventually, in_netns, spin_until};
+use common::{dds_context, eventually, in_netns, reliable_keep_all, spin_until, Pair};
 use rclev::interfaces::std_msgs::msg::Int64;
-use rclev::{
-    Context, Delivery, Error, IntoPrimitiveOptions, QoSProfile, SpinOptions, Subscription,
-};
-use rclev_dds::DdsTransport;
-
-fn dds_context() -> Context {
-    Context::with_transport(Arc::new(DdsTransport::from_env().unwrap()))
-}
+use rclev::{Delivery, Error, IntoPrimitiveOptions, Node, Publisher, SpinOptions, Subscription};
 
 /// The kernel's name of the calling thread: Fast DDS names its receive threads `dds.shm.<port>`
 /// and `dds.udp.<port>`; rclev's workers are `rclev-…`.
@@ -32,11 +25,14 @@ fn on_receive_thread(name: &str) -> bool {
     name.starts_with("dds.")
 }
 
-fn reliable_keep_all() -> QoSProfile {
-    QoSProfile {
-        history: rclev::History::KeepAll,
-        ..QoSProfile::default()
-    }
+/// Two participants, and the talker's publisher of numbers (reliable, keep-all).
+fn numbers() -> (Pair, Publisher<Int64>) {
+    let pair = Pair::new();
+    let publisher = pair
+        .talker
+        .create_publisher::<Int64>("numbers".qos(reliable_keep_all()))
+        .unwrap();
+    (pair, publisher)
 }
 
 /// What one subscription saw.
@@ -50,13 +46,8 @@ struct Seen {
 /// another, whose worker also runs a 2 kHz timer; every callback of that worker checks that no
 /// other one runs meanwhile. Returns what the subscription saw.
 fn deliver(delivery: Delivery, count: i64) -> Arc<Seen> {
-    let a = dds_context().create_basic_executor();
-    let b = dds_context().create_basic_executor();
-    let talker = a.create_node("talker").unwrap();
-    let listener = b.create_node("listener").unwrap();
-    let publisher = talker
-        .create_publisher::<Int64>("numbers".qos(reliable_keep_all()))
-        .unwrap();
+    let (pair, publisher) = numbers();
+    let (listener, b) = (&pair.listener, &pair.b);
     let seen = Arc::new(Seen::default());
     let inside = Arc::new(AtomicBool::new(false));
     let overlaps = Arc::new(AtomicU64::new(0));
@@ -163,13 +154,8 @@ fn a_direct_callback_is_refused_entities_may_drop_itself_and_panics_are_reported
         "a_direct_callback_is_refused_entities_may_drop_itself_and_panics_are_reported",
         Duration::from_secs(90),
         || {
-            let a = dds_context().create_basic_executor();
-            let b = dds_context().create_basic_executor();
-            let talker = a.create_node("talker").unwrap();
-            let listener = b.create_node("listener").unwrap();
-            let publisher = talker
-                .create_publisher::<Int64>("numbers".qos(reliable_keep_all()))
-                .unwrap();
+            let (pair, publisher) = numbers();
+            let (listener, b) = (&pair.listener, &pair.b);
             // The subscription's own handle, for its callback to drop.
             let own: Arc<Mutex<Option<Subscription<Int64>>>> = Arc::default();
             let created = Arc::new(Mutex::new(None::<Result<(), String>>));
@@ -201,7 +187,10 @@ fn a_direct_callback_is_refused_entities_may_drop_itself_and_panics_are_reported
                         }
                         let made = n.create_publisher::<Int64>("made_in_callback");
                         *c.lock().unwrap() = Some(match made {
-                            Err(Error::Transport(reason)) => Ok(println!("refused: {reason}")),
+                            Err(Error::Transport(reason)) => {
+                                println!("refused: {reason}");
+                                Ok(())
+                            }
                             Err(other) => Err(format!("another error: {other}")),
                             Ok(_) => Err("a DDS writer was created on the receive thread".into()),
                         });
@@ -238,7 +227,7 @@ fn a_direct_callback_is_refused_entities_may_drop_itself_and_panics_are_reported
             for n in 0..20 {
                 publisher.publish(Int64 { data: n }).unwrap();
             }
-            spin_until(&b, Duration::from_millis(300), || false);
+            spin_until(b, Duration::from_millis(300), || false);
             assert_eq!(after_drop.load(Ordering::SeqCst), 0);
         },
     );
@@ -270,39 +259,18 @@ fn direct_callbacks_answering_each_other_in_one_process_do_not_deadlock() {
             // Tokens that made all their rounds.
             let finished = Arc::new(AtomicU64::new(0));
             let direct = Arc::new(AtomicU64::new(0));
-            let (tp, d) = (to_pong.clone(), direct.clone());
-            let f = finished.clone();
-            let _ping = ping_node
-                .create_subscription::<Int64, _>(
-                    "to_ping"
-                        .qos(reliable_keep_all())
-                        .delivery(Delivery::Direct),
-                    move |m| {
-                        if on_receive_thread(&thread_name()) {
-                            d.fetch_add(1, Ordering::Relaxed);
-                        }
-                        if m.data < ROUNDS {
-                            tp.publish(Int64 { data: m.data + 1 }).unwrap();
-                        } else {
-                            f.fetch_add(1, Ordering::SeqCst);
-                        }
-                    },
-                )
-                .unwrap();
-            let (tq, d) = (to_ping.clone(), direct.clone());
-            let _pong = pong_node
-                .create_subscription::<Int64, _>(
-                    "to_pong"
-                        .qos(reliable_keep_all())
-                        .delivery(Delivery::Direct),
-                    move |m| {
-                        if on_receive_thread(&thread_name()) {
-                            d.fetch_add(1, Ordering::Relaxed);
-                        }
-                        tq.publish(Int64 { data: m.data }).unwrap();
-                    },
-                )
-                .unwrap();
+            let (tp, f) = (to_pong.clone(), finished.clone());
+            let _ping = direct_numbers(&ping_node, "to_ping", &direct, move |n| {
+                if n < ROUNDS {
+                    tp.publish(Int64 { data: n + 1 }).unwrap();
+                } else {
+                    f.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            let tq = to_ping.clone();
+            let _pong = direct_numbers(&pong_node, "to_pong", &direct, move |n| {
+                tq.publish(Int64 { data: n }).unwrap();
+            });
             assert!(eventually(Duration::from_secs(10), || {
                 to_pong.get_subscription_count() == 1 && to_ping.get_subscription_count() == 1
             }));
@@ -332,4 +300,25 @@ fn direct_callbacks_answering_each_other_in_one_process_do_not_deadlock() {
             assert!(direct > 0, "no callback ran on a receive thread");
         },
     );
+}
+
+/// A direct subscription to numbers on `topic` that counts in `direct` the callbacks run on a
+/// receive thread and hands each number to `answer`.
+fn direct_numbers(
+    node: &Node,
+    topic: &str,
+    direct: &Arc<AtomicU64>,
+    answer: impl Fn(i64) + Send + 'static,
+) -> Subscription<Int64> {
+    let direct = direct.clone();
+    node.create_subscription::<Int64, _>(
+        topic.qos(reliable_keep_all()).delivery(Delivery::Direct),
+        move |m| {
+            if on_receive_thread(&thread_name()) {
+                direct.fetch_add(1, Ordering::Relaxed);
+            }
+            answer(m.data);
+        },
+    )
+    .unwrap()
 }

@@ -6,14 +6,10 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{eventually, in_netns};
+use common::{dds_context, eventually, in_netns, reliable_keep_all, Pair};
 use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::{Context, SpinOptions};
 use rclev_dds::DdsTransport;
-
-fn dds_context() -> Context {
-    Context::with_transport(Arc::new(DdsTransport::from_env().unwrap()))
-}
 
 #[test]
 fn two_participants_exchange_messages() {
@@ -21,10 +17,8 @@ fn two_participants_exchange_messages() {
         "two_participants_exchange_messages",
         Duration::from_secs(60),
         || {
-            let a = dds_context().create_basic_executor();
-            let b = dds_context().create_basic_executor();
-            let talker = a.create_node("talker").unwrap();
-            let listener = b.create_node("listener").unwrap();
+            let pair = Pair::new();
+            let (talker, listener, b) = (&pair.talker, &pair.listener, &pair.b);
             let publisher = talker.create_publisher::<StringMsg>("chatter").unwrap();
             let heard = Arc::new(Mutex::new(Vec::new()));
             let h = heard.clone();
@@ -62,14 +56,9 @@ fn messages_of_changing_sizes_arrive_intact() {
         "messages_of_changing_sizes_arrive_intact",
         Duration::from_secs(60),
         || {
-            let a = dds_context().create_basic_executor();
-            let b = dds_context().create_basic_executor();
-            let talker = a.create_node("talker").unwrap();
-            let listener = b.create_node("listener").unwrap();
-            let keep_all = rclev::QoSProfile {
-                history: rclev::History::KeepAll,
-                ..rclev::QoSProfile::default()
-            };
+            let pair = Pair::new();
+            let (talker, listener, b) = (&pair.talker, &pair.listener, &pair.b);
+            let keep_all = reliable_keep_all();
             use rclev::IntoPrimitiveOptions;
             let publisher = talker
                 .create_publisher::<StringMsg>("sizes".qos(keep_all))
@@ -204,7 +193,7 @@ mod malformed {
             || {
                 let errors = Arc::new(Mutex::new(Vec::new()));
                 let e = errors.clone();
-                let receiver = Context::with_transport(Arc::new(DdsTransport::from_env().unwrap()))
+                let receiver = dds_context()
                     .create_executor(ExecutorOptions {
                         error_handler: Some(Arc::new(move |err: &Error| {
                             e.lock().unwrap().push(err.clone())

@@ -168,3 +168,40 @@ pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
     f()
 }
+
+/// A context on a DDS transport of its own (one participant), set up from the environment.
+pub fn dds_context() -> rclev::Context {
+    rclev::Context::with_transport(std::sync::Arc::new(
+        rclev_dds::DdsTransport::from_env().unwrap(),
+    ))
+}
+
+/// Reliable and keep-all: nothing published is dropped on the way.
+pub fn reliable_keep_all() -> rclev::QoSProfile {
+    rclev::QoSProfile {
+        history: rclev::History::KeepAll,
+        ..rclev::QoSProfile::default()
+    }
+}
+
+/// Two participants of one process with a node each: `talker` on `a`, `listener` on `b`.
+/// Fields drop in order: the nodes before their executors.
+pub struct Pair {
+    pub talker: rclev::Node,
+    pub listener: rclev::Node,
+    pub a: rclev::Executor,
+    pub b: rclev::Executor,
+}
+
+impl Pair {
+    pub fn new() -> Pair {
+        let a = dds_context().create_basic_executor();
+        let b = dds_context().create_basic_executor();
+        Pair {
+            talker: a.create_node("talker").unwrap(),
+            listener: b.create_node("listener").unwrap(),
+            a,
+            b,
+        }
+    }
+}

@@ -20,9 +20,10 @@
 //! - throughput: the sender publishes as fast as it can; the receiver counts messages and
 //!   bytes in its callback/listener. After a warm-up, the window starts: messages/s and MB/s
 //!   (payload bytes, 10⁶ B/MB) received, CPU of both processes per received message, steal.
-//! - round trip at 1 kHz: the ping process sends a sequence number and a send time (its
-//!   `CLOCK_MONOTONIC`) every millisecond; the pong process sends each message back from its
-//!   callback/listener; the ping process records now − send time in a histogram: p50/p99.
+//! - round trip at 1 kHz (`--ping-hz`): the ping process sends a sequence number and a send
+//!   time (its `CLOCK_MONOTONIC`) every millisecond; the pong process sends each message back
+//!   from its callback/listener; the ping process records now − send time in a histogram:
+//!   p50/p99.
 //!
 //! Everything is reliable, KeepLast(10), volatile (ROS's default profile); ddsperf's data
 //! topic gets `-k 10` (its ping/pong topics are always KeepLast(1)). The whole benchmark runs
@@ -50,8 +51,6 @@ pub use roles::{role, RoleArgs};
 const INSIDE: &str = "RCLEV_BENCH_DDS_NETNS";
 /// How long a process may take to start and match its peer.
 const START_LIMIT: Duration = Duration::from_secs(30);
-/// Round trips per second in the latency phase.
-const PING_HZ: f64 = 1000.0;
 
 /// What `rclev bench pubsub --transport dds` was asked for.
 pub struct Options<'a> {
@@ -63,8 +62,10 @@ pub struct Options<'a> {
     pub sizes: Vec<usize>,
     /// Runs of every case; the table shows medians.
     pub repeat: usize,
-    /// Which of `rclev`, `raw`, `ddsperf` to run.
+    /// Which of `rclev`, `rclev-direct`, `raw`, `ddsperf` to run.
     pub variants: Vec<String>,
+    /// Round trips per second in the latency phase (1000 by default).
+    pub ping_hz: f64,
     /// Where to write the rows as JSON.
     pub json: Option<&'a Path>,
 }
@@ -133,9 +134,9 @@ pub struct Row {
     pub receiver_cores: f64,
     /// VM steal over the throughput window, % of all CPU time.
     pub steal_percent: f64,
-    /// Round trip at 1 kHz, median, µs.
+    /// Round trip at `--ping-hz` (1 kHz), median, µs.
     pub rtt_p50_us: f64,
-    /// Round trip at 1 kHz, 99th percentile, µs.
+    /// Round trip at `--ping-hz` (1 kHz), 99th percentile, µs.
     pub rtt_p99_us: f64,
     /// Round trips measured in the window.
     pub rtt_samples: u64,
@@ -175,6 +176,9 @@ pub fn run(options: Options<'_>) -> Result {
     }
     if options.repeat == 0 || options.sizes.is_empty() {
         return Err("--repeat must be at least 1 and --sizes not empty".into());
+    }
+    if !positive(options.ping_hz) || options.ping_hz > 100_000.0 {
+        return Err("--ping-hz must be above 0 and at most 100000".into());
     }
     if let Some(&size) = options
         .sizes
@@ -338,7 +342,7 @@ fn run_case(
     match variant {
         Variant::Ddsperf => Ok((
             ddsperf::throughput(size, warmup, secs)?,
-            ddsperf::round_trip(size, PING_HZ, warmup, secs)?,
+            ddsperf::round_trip(size, options.ping_hz, warmup, secs)?,
         )),
         Variant::Rclev | Variant::RclevDirect | Variant::Raw => {
             let engine = match variant {
@@ -347,15 +351,15 @@ fn run_case(
                 _ => roles::Engine::Raw,
             };
             Ok((
-                roles_throughput(engine, size, warmup, secs)?,
-                roles_round_trip(engine, size, warmup, secs)?,
+                roles_throughput(engine, size, options.ping_hz, warmup, secs)?,
+                roles_round_trip(engine, size, options.ping_hz, warmup, secs)?,
             ))
         }
     }
 }
 
 /// Starts a role process of this binary.
-fn spawn_role(role: roles::Role, engine: roles::Engine, size: usize) -> Result<Proc> {
+fn spawn_role(role: roles::Role, engine: roles::Engine, size: usize, hz: f64) -> Result<Proc> {
     let mut cmd = std::process::Command::new(std::env::current_exe()?);
     cmd.args([
         "bench-dds-role",
@@ -366,7 +370,7 @@ fn spawn_role(role: roles::Role, engine: roles::Engine, size: usize) -> Result<P
         "--size",
         &size.to_string(),
         "--hz",
-        &PING_HZ.to_string(),
+        &hz.to_string(),
     ]);
     Proc::spawn(cmd, format!("{} {}", engine.name(), role.name()))
 }
@@ -374,12 +378,13 @@ fn spawn_role(role: roles::Role, engine: roles::Engine, size: usize) -> Result<P
 fn roles_throughput(
     engine: roles::Engine,
     size: usize,
+    hz: f64,
     warmup: Duration,
     secs: Duration,
 ) -> Result<Throughput> {
-    let mut receiver = spawn_role(roles::Role::Receiver, engine, size)?;
+    let mut receiver = spawn_role(roles::Role::Receiver, engine, size, hz)?;
     receiver.wait_for(START_LIMIT, |l| l == roles::READY)?;
-    let mut sender = spawn_role(roles::Role::Sender, engine, size)?;
+    let mut sender = spawn_role(roles::Role::Sender, engine, size, hz)?;
     sender.wait_for(START_LIMIT, |l| l == roles::READY)?;
     std::thread::sleep(warmup);
     let steal0 = crate::report::steal_jiffies();
@@ -412,12 +417,13 @@ fn roles_throughput(
 fn roles_round_trip(
     engine: roles::Engine,
     size: usize,
+    hz: f64,
     warmup: Duration,
     secs: Duration,
 ) -> Result<RoundTrip> {
-    let mut pong = spawn_role(roles::Role::Pong, engine, size)?;
+    let mut pong = spawn_role(roles::Role::Pong, engine, size, hz)?;
     pong.wait_for(START_LIMIT, |l| l == roles::READY)?;
-    let mut ping = spawn_role(roles::Role::Ping, engine, size)?;
+    let mut ping = spawn_role(roles::Role::Ping, engine, size, hz)?;
     ping.wait_for(START_LIMIT, |l| l == roles::READY)?;
     std::thread::sleep(warmup);
     ping.mark()?; // Drops what the warm-up recorded.

@@ -188,6 +188,9 @@ enum BenchCommand {
             default_value = "rclev,rclev-direct,raw,ddsperf"
         )]
         variants: Vec<String>,
+        /// dds: pings per second in the round-trip phase.
+        #[arg(long, default_value_t = 1000.0)]
+        ping_hz: f64,
     },
     /// Timer precision: rclev's shared scheduler against the reference design, the per-task
     /// design and a bare tokio interval, side by side.
@@ -301,6 +304,7 @@ fn run() -> anyhow_free::Result {
             repeat,
             warmup,
             variants,
+            ping_hz,
             ..
         }) => bench_dds::run(bench_dds::Options {
             secs,
@@ -308,6 +312,7 @@ fn run() -> anyhow_free::Result {
             sizes,
             repeat,
             variants,
+            ping_hz,
             json: json.as_deref(),
         }),
         #[cfg(not(feature = "dds"))]

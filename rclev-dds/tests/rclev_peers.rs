@@ -84,7 +84,7 @@ fn messages_of_changing_sizes_arrive_intact() {
             for data in &sent {
                 publisher.publish(StringMsg { data: data.clone() }).unwrap();
             }
-            assert!(common::spin_until(&b, Duration::from_secs(20), || heard
+            assert!(common::spin_until(b, Duration::from_secs(20), || heard
                 .lock()
                 .unwrap()
                 .len()

@@ -248,7 +248,7 @@ fn guarded(what: &str, f: impl FnOnce()) {
 
 /// Whether this thread is inside one of Fast DDS's listener calls: a directly delivered
 /// callback (`Delivery::Direct`) runs there, with its reader's lock held.
-pub(crate) fn on_listener_thread() -> bool {
+fn on_listener_thread() -> bool {
     IN_LISTENER.with(|d| d.get() > 0)
 }
 
@@ -283,12 +283,6 @@ impl<T: Send + 'static> std::ops::Deref for Endpoint<T> {
     fn deref(&self) -> &T {
         // `None` only inside `drop`.
         self.0.as_ref().expect("endpoint used after drop")
-    }
-}
-
-impl<T: Send + 'static> std::ops::DerefMut for Endpoint<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        self.0.as_mut().expect("endpoint used after drop")
     }
 }
 

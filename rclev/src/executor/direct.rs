@@ -33,7 +33,7 @@ crate::sync::thread_local! {
 }
 
 /// Whether this thread is running a callback directly, on behalf of a worker.
-pub(crate) fn running_direct() -> bool {
+fn running_direct() -> bool {
     RUNNING_DIRECT.with(Cell::get)
 }
 

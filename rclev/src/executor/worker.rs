@@ -144,6 +144,7 @@ pub(crate) async fn run_worker(
             } else {
                 Take::Items
             };
+            let lent = matches!(taken, Take::Lent);
             match taken {
                 Take::Closed => return Poll::Ready(()),
                 Take::Items => {
@@ -169,17 +170,14 @@ pub(crate) async fn run_worker(
                     }
                     continue;
                 }
-                Take::Empty => {}
-                // A receive thread runs one of this worker's entities: park until it is done.
-                Take::Lent => match mailbox.take(&mut batch, Some(cx.waker()), &mut payload) {
-                    Take::Closed => return Poll::Ready(()),
-                    Take::Items => continue,
-                    Take::Empty | Take::Lent => return Poll::Pending,
-                },
+                // Lent: a receive thread runs one of this worker's entities; park (no spin,
+                // no idle period) until it is done.
+                Take::Empty | Take::Lent => {}
             }
 
-            let since = *idle_since.get_or_insert_with(Instant::now);
-            if spin.should_spin() {
+            // When the worker ran out of work (the spin policy measures gaps from it).
+            let since = (!lent).then(|| *idle_since.get_or_insert_with(Instant::now));
+            if let Some(since) = since.filter(|_| spin.should_spin()) {
                 // Spinning runs nothing: a receive thread may borrow the worker meanwhile, as
                 // when it is parked. Otherwise a worker that spins because work comes often
                 // would turn every direct delivery into a hand-off to itself, and keep spinning.

@@ -3,6 +3,7 @@
 
 use rclev::{Error, Result};
 
+use crate::entities::GidSize;
 use crate::ffi::bridge::{DiscoveryRange, ParticipantConfig};
 
 /// Whether the participant may use Fast DDS's shared-memory transport beside UDP.
@@ -64,6 +65,9 @@ pub struct DdsOptions {
     pub shared_memory: SharedMemory,
     /// The security enclave named in the participant's USER_DATA (`/`).
     pub enclave: String,
+    /// The GID size of the ROS 2 distribution to be seen by, in `ros_discovery_info`:
+    /// 16 bytes (Iron and later, the default), or 24 with `ROS_DISTRO=humble`.
+    pub gid_size: GidSize,
 }
 
 impl Default for DdsOptions {
@@ -74,6 +78,7 @@ impl Default for DdsOptions {
             static_peers: Vec::new(),
             shared_memory: SharedMemory::Auto,
             enclave: "/".into(),
+            gid_size: GidSize::Bytes16,
         }
     }
 }
@@ -91,7 +96,8 @@ impl DdsOptions {
     /// does: `ROS_DOMAIN_ID` (0 when unset or empty), `ROS_AUTOMATIC_DISCOVERY_RANGE`
     /// (`SUBNET` when unset or empty; an unknown value warns and means `LOCALHOST`),
     /// `ROS_STATIC_PEERS` (`;`-separated, entries of 256 characters or more skipped), and
-    /// Humble's `ROS_LOCALHOST_ONLY=1`, which forces `LOCALHOST` and clears the static peers.
+    /// Humble's `ROS_LOCALHOST_ONLY=1`, which forces `LOCALHOST` and clears the static peers;
+    /// `ROS_DISTRO=humble` selects Humble's 24-byte GIDs in `ros_discovery_info`.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut options = DdsOptions::default();
         if let Some(id) = var("ROS_DOMAIN_ID").filter(|v| !v.trim().is_empty()) {
@@ -135,6 +141,9 @@ impl DdsOptions {
             );
             options.range = DiscoveryRangeOption::Localhost;
             options.static_peers.clear();
+        }
+        if var("ROS_DISTRO").is_some_and(|d| d.trim().eq_ignore_ascii_case("humble")) {
+            options.gid_size = GidSize::Bytes24;
         }
         if options.range == DiscoveryRangeOption::SystemDefault && !options.static_peers.is_empty()
         {
@@ -196,6 +205,11 @@ mod tests {
         assert_eq!(o.domain_id, 42);
         assert_eq!(o.range, DiscoveryRangeOption::Localhost);
         assert_eq!(o.static_peers, ["10.0.0.2", "robot.local"]);
+        assert_eq!(o.gid_size, GidSize::Bytes16);
+        let humble = options(&[("ROS_DISTRO", "humble")]).unwrap();
+        assert_eq!(humble.gid_size, GidSize::Bytes24);
+        let jazzy = options(&[("ROS_DISTRO", "jazzy")]).unwrap();
+        assert_eq!(jazzy.gid_size, GidSize::Bytes16);
         let off = options(&[("ROS_AUTOMATIC_DISCOVERY_RANGE", "OFF")]).unwrap();
         assert_eq!(off.range, DiscoveryRangeOption::Off);
         let odd = options(&[("ROS_AUTOMATIC_DISCOVERY_RANGE", "GALAXY")]).unwrap();

@@ -1,10 +1,12 @@
 //! The ROS graph as this participant sees it: its own nodes and endpoints (recorded when
 //! created) and every endpoint DDS discovery reports, turned into ROS names and types.
 //!
-//! Remote endpoints carry no node name until the peers' `ros_discovery_info` is read; until
-//! then they belong to rmw's `_NODE_NAME_UNKNOWN_` node, as rmw reports endpoints of bare DDS
-//! participants. Lock order: the graph's mutex is a leaf (nothing else is locked under it,
-//! and no hook is called under it).
+//! Remote nodes, and the node of each remote endpoint, come from the peers'
+//! `ros_discovery_info` (see `entities`); an endpoint no peer has claimed (yet) belongs to
+//! rmw's `_NODE_NAME_UNKNOWN_` node, as rmw reports endpoints of bare DDS participants. Our own
+//! nodes' DDS readers and writers are recorded here too, for our own `ros_discovery_info`.
+//! Lock order: the graph's mutex is a leaf (nothing else is locked under it, and no hook is
+//! called under it).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -13,6 +15,7 @@ use rclev::msg::TypeHash;
 use rclev::transport::{EndpointInfo, EndpointKind, Gid, GraphNotifier, GraphSnapshot, NodeName};
 use rclev::QoSProfile;
 
+use crate::entities::{NodeEntities, ParticipantEntities};
 use crate::ffi::bridge::{DiscoveredEndpoint, DiscoveredParticipant};
 use crate::ffi::GraphHandler;
 use crate::names::{demangle_topic, demangle_type, parse_user_data, user_data_type_hash, RosTopic};
@@ -53,17 +56,39 @@ impl RemoteEndpoint {
     }
 }
 
+/// One of a local node's DDS readers or writers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DdsEntity {
+    Reader(Gid),
+    Writer(Gid),
+}
+
+/// A local endpoint: what the graph shows, and the DDS entities it is made of.
+struct LocalEndpoint {
+    info: EndpointInfo,
+    node: u64,
+    entities: Vec<DdsEntity>,
+}
+
 #[derive(Default)]
 struct GraphState {
     /// Local nodes by registration id.
     nodes: HashMap<u64, NodeName>,
     next_node: u64,
-    /// Local endpoints, with their node.
-    local: HashMap<Gid, EndpointInfo>,
+    /// Local endpoints by their GID.
+    local: HashMap<Gid, LocalEndpoint>,
     /// Discovered endpoints of other participants.
     remote: HashMap<Gid, RemoteEndpoint>,
     /// Participants discovered and alive, with their enclave.
     participants: HashMap<[u8; 16], String>,
+    /// What each other participant last said on `ros_discovery_info`, by GUID prefix.
+    remote_nodes: HashMap<[u8; 12], Vec<NodeEntities>>,
+}
+
+fn prefix(gid: &Gid) -> [u8; 12] {
+    let mut p = [0u8; 12];
+    p.copy_from_slice(&gid.0[..12]);
+    p
 }
 
 /// The graph cache of one participant.
@@ -77,6 +102,17 @@ pub(crate) struct GraphCache {
 }
 
 /// The node rmw names for endpoints whose node it does not know.
+impl GraphState {
+    /// The node a remote endpoint belongs to, as its participant announced it.
+    fn node_of(&self, gid: &Gid) -> Option<NodeName> {
+        self.remote_nodes
+            .get(&prefix(gid))?
+            .iter()
+            .find(|n| n.readers.contains(gid) || n.writers.contains(gid))
+            .map(|n| n.node.clone())
+    }
+}
+
 fn unknown_node() -> NodeName {
     NodeName {
         name: "_NODE_NAME_UNKNOWN_".into(),
@@ -122,8 +158,17 @@ impl GraphCache {
         self.changed();
     }
 
-    pub fn add_local(&self, info: EndpointInfo) {
-        self.state().local.insert(info.gid, info);
+    /// Records a local endpoint of node `node` (an [`add_node`](Self::add_node) id), made of
+    /// the DDS `entities`.
+    pub fn add_local(&self, info: EndpointInfo, node: u64, entities: Vec<DdsEntity>) {
+        self.state().local.insert(
+            info.gid,
+            LocalEndpoint {
+                info,
+                node,
+                entities,
+            },
+        );
         self.changed();
     }
 
@@ -146,6 +191,7 @@ impl GraphCache {
         let local = s
             .local
             .values()
+            .map(|e| &e.info)
             .filter(|e| e.kind == EndpointKind::Publisher && e.name == name)
             .map(|e| e.qos);
         let remote = s
@@ -160,7 +206,7 @@ impl GraphCache {
     /// (server) or request writer (client), as rmw lists them.
     pub fn snapshot(&self) -> GraphSnapshot {
         let s = self.state();
-        let mut endpoints: Vec<EndpointInfo> = s.local.values().cloned().collect();
+        let mut endpoints: Vec<EndpointInfo> = s.local.values().map(|e| e.info.clone()).collect();
         for (gid, e) in &s.remote {
             let (name, kind) = match (&e.topic, e.writer) {
                 (RosTopic::Topic(n), true) => (n, EndpointKind::Publisher),
@@ -170,7 +216,7 @@ impl GraphCache {
                 (RosTopic::Reply(_), _) => continue,
             };
             endpoints.push(EndpointInfo {
-                node: unknown_node(),
+                node: s.node_of(gid).unwrap_or_else(unknown_node),
                 name: name.clone(),
                 kind,
                 type_name: e.type_name.clone(),
@@ -180,9 +226,65 @@ impl GraphCache {
             });
         }
         endpoints.sort_by(|a, b| (&a.name, a.gid).cmp(&(&b.name, b.gid)));
-        GraphSnapshot {
-            nodes: s.nodes.values().cloned().collect(),
-            endpoints,
+        let remote_nodes = s.remote_nodes.values().flatten().map(|n| n.node.clone());
+        let mut nodes: Vec<NodeName> = s.nodes.values().cloned().chain(remote_nodes).collect();
+        nodes.sort();
+        GraphSnapshot { nodes, endpoints }
+    }
+
+    /// This participant's `ros_discovery_info` state: every local node, in the order they were
+    /// created, with its endpoints' DDS readers and writers.
+    pub fn local_entities(&self, participant: Gid) -> ParticipantEntities {
+        let s = self.state();
+        let mut ids: Vec<u64> = s.nodes.keys().copied().collect();
+        ids.sort_unstable();
+        let mut nodes: Vec<NodeEntities> = ids
+            .iter()
+            .map(|id| NodeEntities {
+                node: s.nodes[id].clone(),
+                readers: Vec::new(),
+                writers: Vec::new(),
+            })
+            .collect();
+        let mut endpoints: Vec<&LocalEndpoint> = s.local.values().collect();
+        endpoints.sort_by_key(|e| e.info.gid);
+        for e in endpoints {
+            let Ok(at) = ids.binary_search(&e.node) else {
+                continue;
+            };
+            for entity in &e.entities {
+                match *entity {
+                    DdsEntity::Reader(gid) => nodes[at].readers.push(gid),
+                    DdsEntity::Writer(gid) => nodes[at].writers.push(gid),
+                }
+            }
+        }
+        ParticipantEntities {
+            gid: participant,
+            nodes,
+        }
+    }
+
+    /// A peer's `ros_discovery_info` sample: its nodes replace what it said before.
+    pub fn remote_entities(&self, entities: ParticipantEntities) {
+        if self.is_own(&entities.gid.0) {
+            return;
+        }
+        let changed = {
+            let mut s = self.state();
+            let key = prefix(&entities.gid);
+            // Only from a participant that is alive: a sample still in flight when its
+            // participant left would otherwise leave its nodes listed for good.
+            let alive = s.participants.keys().any(|p| p[..12] == key[..]);
+            if !alive || s.remote_nodes.get(&key) == Some(&entities.nodes) {
+                false
+            } else {
+                s.remote_nodes.insert(key, entities.nodes);
+                true
+            }
+        };
+        if changed {
+            self.changed();
         }
     }
 
@@ -234,6 +336,7 @@ impl GraphHandler for GraphCache {
                 s.participants.insert(p.guid, enclave);
             } else {
                 s.participants.remove(&p.guid);
+                s.remote_nodes.remove(&prefix(&Gid(p.guid)));
                 // Its endpoints go with it (Fast DDS reports them removed too, but a
                 // participant that timed out may not have said goodbye for each).
                 s.remote.retain(|gid, _| gid.0[..12] != p.guid[..12]);
@@ -319,6 +422,119 @@ mod tests {
         assert!(remote(&service).needs_cyclone_header(&gid));
         service.user_data = b"typehash=x;".to_vec();
         assert!(!remote(&service).needs_cyclone_header(&gid));
+    }
+
+    fn participant(guid: u8, alive: bool) -> DiscoveredParticipant {
+        DiscoveredParticipant {
+            alive,
+            guid: [guid; 16],
+            user_data: b"enclave=/;".to_vec(),
+        }
+    }
+
+    fn node(name: &str, namespace: &str) -> NodeName {
+        NodeName {
+            name: name.into(),
+            namespace: namespace.into(),
+        }
+    }
+
+    #[test]
+    fn peers_discovery_info_names_their_nodes_and_endpoints() {
+        let g = GraphCache::default();
+        g.set_own_prefix(&[9; 16]);
+        let talker = discovered(1, true, "rt/chatter", true);
+        let stranger = discovered(1, false, "rt/chatter", true);
+        g.endpoint(&talker);
+        g.endpoint(&stranger);
+        let info = ParticipantEntities {
+            gid: Gid([1; 16]),
+            nodes: vec![NodeEntities {
+                node: node("talker", "/robot"),
+                readers: vec![],
+                writers: vec![Gid(talker.guid)],
+            }],
+        };
+        // Not before its participant is known alive (a late sample of a gone participant).
+        g.remote_entities(info.clone());
+        assert!(g.snapshot().nodes.is_empty());
+        g.participant(&participant(1, true));
+        let mut rx = g.notifier().subscribe();
+        g.remote_entities(info.clone());
+        assert!(rx.has_changed().unwrap());
+        rx.mark_unchanged();
+        // The same state again is no change.
+        g.remote_entities(info);
+        assert!(!rx.has_changed().unwrap());
+        let snap = g.snapshot();
+        assert_eq!(snap.nodes, [node("talker", "/robot")]);
+        let publisher = &snap.endpoints_of("/chatter", EndpointKind::Publisher)[0];
+        assert_eq!(publisher.node, node("talker", "/robot"));
+        let unclaimed = &snap.endpoints_of("/chatter", EndpointKind::Subscription)[0];
+        assert_eq!(unclaimed.node, unknown_node());
+        // Our own sample (read back through a peer) is ignored.
+        g.remote_entities(ParticipantEntities {
+            gid: Gid([9; 16]),
+            nodes: vec![NodeEntities {
+                node: node("me", "/"),
+                readers: vec![],
+                writers: vec![],
+            }],
+        });
+        assert_eq!(g.snapshot().nodes.len(), 1);
+        g.participant(&participant(1, false));
+        assert!(g.snapshot().nodes.is_empty());
+    }
+
+    #[test]
+    fn local_entities_list_each_nodes_readers_and_writers() {
+        let g = GraphCache::default();
+        let a = g.add_node(node("a", "/"));
+        let b = g.add_node(node("b", "/ns"));
+        let info = |gid: u8, kind| EndpointInfo {
+            node: node("a", "/"),
+            name: "/x".into(),
+            kind,
+            type_name: "std_msgs/msg/String".into(),
+            type_hash: TypeHash([0; 32]),
+            gid: Gid([gid; 16]),
+            qos: QoSProfile::default(),
+        };
+        g.add_local(
+            info(1, EndpointKind::Publisher),
+            a,
+            vec![DdsEntity::Writer(Gid([1; 16]))],
+        );
+        g.add_local(
+            info(2, EndpointKind::Service),
+            b,
+            vec![
+                DdsEntity::Reader(Gid([2; 16])),
+                DdsEntity::Writer(Gid([3; 16])),
+            ],
+        );
+        let state = g.local_entities(Gid([9; 16]));
+        assert_eq!(state.gid, Gid([9; 16]));
+        assert_eq!(
+            state.nodes,
+            [
+                NodeEntities {
+                    node: node("a", "/"),
+                    readers: vec![],
+                    writers: vec![Gid([1; 16])],
+                },
+                NodeEntities {
+                    node: node("b", "/ns"),
+                    readers: vec![Gid([2; 16])],
+                    writers: vec![Gid([3; 16])],
+                },
+            ]
+        );
+        g.remove_local(&Gid([2; 16]));
+        g.remove_node(a);
+        let state = g.local_entities(Gid([9; 16]));
+        assert_eq!(state.nodes.len(), 1);
+        assert!(state.nodes[0].readers.is_empty());
     }
 
     #[test]

@@ -15,15 +15,19 @@
 //!
 //! - `ffi` — the `cxx` bridge to the C++ shim (`cpp/shim.{h,cc}`): plumbing only;
 //! - `config`, `names`, `qos` — the environment, ROS names on DDS, the QoS mapping;
-//! - `graph`, `matched` — what discovery and match events report;
+//! - `entities`, `graph`, `matched` — what discovery, `ros_discovery_info` and match events
+//!   report;
 //! - `topic`, `service` — the ports;
 //! - `transport` — [`DdsTransport`] and its nodes;
 //! - [`engine`] — the same Fast DDS set-up without rclev's layers (raw CDR), for benchmarks.
 
 #![warn(missing_docs)]
 
+mod announcer;
 mod config;
+mod endpoints;
 pub mod engine;
+mod entities;
 mod ffi;
 mod graph;
 mod matched;
@@ -34,6 +38,7 @@ mod topic;
 mod transport;
 
 pub use config::{DdsOptions, DiscoveryRangeOption, SharedMemory};
+pub use entities::GidSize;
 pub use transport::DdsTransport;
 
 /// The Fast DDS release rclev-dds was built against (`2.14.5`).

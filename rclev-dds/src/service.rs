@@ -32,7 +32,7 @@ use rclev::{Error, QoSProfile, Result};
 
 use crate::ffi::bridge::{DdsReader, DdsWriter, SampleIdentity, SampleMeta};
 use crate::ffi::Endpoint;
-use crate::graph::GraphCache;
+use crate::graph::{DdsEntity, GraphCache};
 use crate::matched::{Matched, SampleSink};
 use crate::names::{cyclone_service_id, endpoint_user_data, id_text, service_topics, RosTopic};
 use crate::qos::to_dds;
@@ -262,14 +262,20 @@ impl DdsService {
             Arc::new(()),
         )?;
         let gid = Gid(reader.reader.guid().bytes);
-        let announced = node.announce(node.endpoint_info(
-            &endpoint.name,
-            EndpointKind::Service,
-            types.type_name,
-            types.type_hash,
-            gid,
-            reader_qos,
-        ));
+        let announced = node.announce(
+            node.endpoint_info(
+                &endpoint.name,
+                EndpointKind::Service,
+                types.type_name,
+                types.type_hash,
+                gid,
+                reader_qos,
+            ),
+            vec![
+                DdsEntity::Reader(gid),
+                DdsEntity::Writer(Gid(writer.writer.guid().bytes)),
+            ],
+        );
         Ok(Arc::new(Self {
             inbox,
             request_reader: Mutex::new(Some(reader.reader)),
@@ -497,14 +503,17 @@ impl DdsClient {
         let writer_guid = writer.writer.guid().bytes;
         let _ = inbox.own.set((reader_guid, writer_guid));
         let gid = Gid(writer_guid);
-        let announced = node.announce(node.endpoint_info(
-            &endpoint.name,
-            EndpointKind::Client,
-            types.type_name,
-            types.type_hash,
-            gid,
-            writer_qos,
-        ));
+        let announced = node.announce(
+            node.endpoint_info(
+                &endpoint.name,
+                EndpointKind::Client,
+                types.type_name,
+                types.type_hash,
+                gid,
+                writer_qos,
+            ),
+            vec![DdsEntity::Reader(Gid(reader_guid)), DdsEntity::Writer(gid)],
+        );
         Ok(Arc::new(Self {
             name: endpoint.name.clone(),
             inbox,

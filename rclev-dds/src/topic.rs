@@ -24,6 +24,7 @@ use rclev::{DeliveryError, Error, History, QoSProfile, Result};
 
 use crate::ffi::bridge::{DdsReader, SampleIdentity, SampleMeta};
 use crate::ffi::{Endpoint, PayloadEncoder};
+use crate::graph::DdsEntity;
 use crate::matched::{Matched, SampleSink};
 use crate::names::{endpoint_user_data, topic_topic};
 use crate::qos::to_dds;
@@ -100,14 +101,17 @@ impl DdsPublisher {
             events,
         )?;
         let gid = Gid(parts.writer.guid().bytes);
-        let announced = node.announce(node.endpoint_info(
-            &endpoint.name,
-            EndpointKind::Publisher,
-            ts.info.type_name,
-            ts.info.hash,
-            gid,
-            qos,
-        ));
+        let announced = node.announce(
+            node.endpoint_info(
+                &endpoint.name,
+                EndpointKind::Publisher,
+                ts.info.type_name,
+                ts.info.hash,
+                gid,
+                qos,
+            ),
+            vec![DdsEntity::Writer(gid)],
+        );
         Ok(Self {
             writer: parts.writer,
             matched: parts.matched,
@@ -278,14 +282,17 @@ impl DdsSubscription {
             events,
         )?;
         let gid = Gid(parts.reader.guid().bytes);
-        let announced = node.announce(node.endpoint_info(
-            &endpoint.name,
-            EndpointKind::Subscription,
-            ts.info.type_name,
-            ts.info.hash,
-            gid,
-            qos,
-        ));
+        let announced = node.announce(
+            node.endpoint_info(
+                &endpoint.name,
+                EndpointKind::Subscription,
+                ts.info.type_name,
+                ts.info.hash,
+                gid,
+                qos,
+            ),
+            vec![DdsEntity::Reader(gid)],
+        );
         Ok(Arc::new(Self {
             inbox,
             reader: Mutex::new(Some(parts.reader)),

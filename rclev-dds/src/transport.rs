@@ -7,17 +7,20 @@ use tokio::sync::watch;
 
 use rclev::qos::QosEventKind;
 use rclev::transport::{
-    ClientPort, EndpointInfo, EndpointKind, EventHook, GraphSnapshot, NodeName, NodePort,
+    ClientPort, EndpointInfo, EndpointKind, EventHook, Gid, GraphSnapshot, NodeName, NodePort,
     PublisherPort, ReadyHook, ServiceEndpoint, ServicePort, SubscriptionPort, TopicEndpoint,
     Transport,
 };
-use rclev::{Context, Error, Result};
+use rclev::{Context, Result};
 
+use crate::announcer::Announcer;
 use crate::config::DdsOptions;
-use crate::ffi::bridge::{self, DdsParticipant, DdsReader, DdsWriter, EndpointQos};
-use crate::ffi::{refuse_on_listener_thread, Endpoint, GraphSink, ReaderSink, WriterSink};
-use crate::graph::GraphCache;
-use crate::matched::{Matched, ReaderEvents, SampleSink, WriterEvents};
+pub(crate) use crate::endpoints::engine_error;
+use crate::endpoints::{create_reader, create_writer, EndpointSpec, ReaderParts, WriterParts};
+use crate::ffi::bridge::{self, DdsParticipant, EndpointQos};
+use crate::ffi::GraphSink;
+use crate::graph::{DdsEntity, GraphCache};
+use crate::matched::SampleSink;
 
 /// rclev's DDS transport: rclev nodes as peers of ROS 2 nodes, over eProsima Fast DDS.
 ///
@@ -32,17 +35,14 @@ pub struct DdsTransport {
 
 /// What the transport's nodes and endpoints share.
 pub(crate) struct Shared {
-    /// Dropped last: every endpoint keeps the C++ participant alive on its own, too.
+    /// `ros_discovery_info`; shared with every endpoint's [`Announced`].
+    pub announcer: Arc<Announcer>,
+    /// Every endpoint keeps the C++ participant alive on its own, too.
     pub participant: UniquePtr<DdsParticipant>,
     pub graph: Arc<GraphCache>,
     pub guid: [u8; 16],
     /// Counter for rmw_cyclonedds-style client and service ids.
     pub next_service_id: std::sync::atomic::AtomicU32,
-}
-
-/// Fast DDS's errors (C++ exceptions) as rclev's.
-pub(crate) fn engine_error(e: cxx::Exception) -> Error {
-    Error::Transport(e.what().to_string())
 }
 
 impl DdsTransport {
@@ -61,8 +61,15 @@ impl DdsTransport {
             .map_err(engine_error)?;
         let guid = participant.guid().bytes;
         graph.set_own_prefix(&guid);
+        let announcer = Arc::new(Announcer::new(
+            &participant,
+            Gid(guid),
+            &graph,
+            options.gid_size,
+        )?);
         Ok(Self {
             shared: Arc::new(Shared {
+                announcer,
                 participant,
                 graph,
                 guid,
@@ -85,6 +92,7 @@ impl DdsTransport {
 impl Transport for DdsTransport {
     fn create_node(&self, node: &NodeName) -> Result<Arc<dyn NodePort>> {
         let id = self.shared.graph.add_node(node.clone());
+        self.shared.announcer.publish();
         Ok(Arc::new(DdsNode {
             shared: self.shared.clone(),
             name: node.clone(),
@@ -117,19 +125,8 @@ pub(crate) struct DdsNode {
 impl Drop for DdsNode {
     fn drop(&mut self) {
         self.shared.graph.remove_node(self.id);
+        self.shared.announcer.publish();
     }
-}
-
-/// A DDS writer with its match tracking.
-pub(crate) struct WriterParts {
-    pub writer: Endpoint<UniquePtr<DdsWriter>>,
-    pub matched: Arc<Matched>,
-}
-
-/// A DDS reader with its match tracking.
-pub(crate) struct ReaderParts {
-    pub reader: Endpoint<UniquePtr<DdsReader>>,
-    pub matched: Arc<Matched>,
 }
 
 impl DdsNode {
@@ -141,26 +138,13 @@ impl DdsNode {
         user_data: &[u8],
         hook: Arc<dyn EventHook>,
     ) -> Result<WriterParts> {
-        refuse_on_listener_thread("writer")?;
-        let matched = Arc::new(Matched::default());
-        let events = WriterEvents {
-            matched: matched.clone(),
-            graph: self.shared.graph.clone(),
-            hook,
-        };
-        let writer = bridge::create_writer(
-            &self.shared.participant,
+        let spec = EndpointSpec {
             topic,
             type_name,
             qos,
             user_data,
-            Box::new(WriterSink(Box::new(events))),
-        )
-        .map_err(engine_error)?;
-        Ok(WriterParts {
-            writer: Endpoint::new(writer),
-            matched,
-        })
+        };
+        create_writer(&self.shared.participant, &self.shared.graph, spec, hook)
     }
 
     pub fn new_reader<S: SampleSink + 'static>(
@@ -172,35 +156,29 @@ impl DdsNode {
         sink: Arc<S>,
         hook: Arc<dyn EventHook>,
     ) -> Result<ReaderParts> {
-        refuse_on_listener_thread("reader")?;
-        let matched = Arc::new(Matched::default());
-        let events = ReaderEvents {
-            sink,
-            matched: matched.clone(),
-            graph: self.shared.graph.clone(),
-            hook,
-        };
-        let reader = bridge::create_reader(
-            &self.shared.participant,
+        let spec = EndpointSpec {
             topic,
             type_name,
             qos,
             user_data,
-            Box::new(ReaderSink::new(Box::new(events))),
+        };
+        create_reader(
+            &self.shared.participant,
+            &self.shared.graph,
+            spec,
+            sink,
+            hook,
         )
-        .map_err(engine_error)?;
-        Ok(ReaderParts {
-            reader: Endpoint::new(reader),
-            matched,
-        })
     }
 
-    /// Records a local endpoint on the graph; the returned guard removes it again.
-    pub fn announce(&self, info: EndpointInfo) -> Announced {
+    /// Records a local endpoint, made of the DDS `entities`, on the graph and in
+    /// `ros_discovery_info`; the returned guard withdraws it again.
+    pub fn announce(&self, info: EndpointInfo, entities: Vec<DdsEntity>) -> Announced {
         let gid = info.gid;
-        self.shared.graph.add_local(info);
+        self.shared.graph.add_local(info, self.id, entities);
+        self.shared.announcer.publish();
         Announced {
-            graph: self.shared.graph.clone(),
+            announcer: self.shared.announcer.clone(),
             gid,
         }
     }
@@ -228,13 +206,14 @@ impl DdsNode {
 
 /// A local endpoint's place on the graph, withdrawn on drop.
 pub(crate) struct Announced {
-    graph: Arc<GraphCache>,
-    gid: rclev::transport::Gid,
+    announcer: Arc<Announcer>,
+    gid: Gid,
 }
 
 impl Drop for Announced {
     fn drop(&mut self) {
-        self.graph.remove_local(&self.gid);
+        self.announcer.graph().remove_local(&self.gid);
+        self.announcer.publish();
     }
 }
 

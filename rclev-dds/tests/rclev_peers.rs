@@ -47,6 +47,43 @@ fn two_participants_exchange_messages() {
     );
 }
 
+/// Each participant lists the other's nodes (from its `ros_discovery_info`) with their
+/// endpoints, and sees a node that goes, go.
+#[test]
+fn two_participants_list_each_others_nodes() {
+    in_netns(
+        "two_participants_list_each_others_nodes",
+        Duration::from_secs(60),
+        || {
+            let pair = Pair::new();
+            let (talker, listener) = (&pair.talker, &pair.listener);
+            let _publisher = talker.create_publisher::<StringMsg>("chatter").unwrap();
+            let extra = pair
+                .a
+                .create_node(rclev::NodeOptions::new("extra").namespace("/ns"))
+                .unwrap();
+            let seen = |who: &rclev::Node, name: &str, namespace: &str| {
+                who.get_node_names_and_namespaces()
+                    .contains(&(name.to_string(), namespace.to_string()))
+            };
+            assert!(eventually(Duration::from_secs(20), || {
+                seen(listener, "extra", "/ns")
+                    && seen(talker, listener.name(), "/")
+                    && listener
+                        .get_publishers_info_by_topic("/chatter")
+                        .unwrap()
+                        .iter()
+                        .any(|p| p.node.name == talker.name())
+            }));
+            drop(extra);
+            assert!(eventually(Duration::from_secs(20), || !seen(
+                listener, "extra", "/ns"
+            )));
+            assert!(seen(listener, talker.name(), "/"));
+        },
+    );
+}
+
 /// A publisher encodes messages straight into Fast DDS's payload once it knows their size
 /// (room for the last size plus an eighth): messages that grow past it, shrink, and grow
 /// again all arrive intact, in order.

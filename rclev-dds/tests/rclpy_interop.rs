@@ -119,6 +119,71 @@ fn rclev_publishes_and_rclpy_receives() {
     });
 }
 
+/// `ros_discovery_info` both ways: rclpy lists rclev's nodes (namespaces included) and finds
+/// their publishers and services by node, as `ros2 node list` / `ros2 node info` do; rclev lists
+/// rclpy's nodes and names the node of an rclpy publisher.
+#[test]
+fn rclpy_and_rclev_see_each_others_nodes() {
+    in_netns("rclpy_and_rclev_see_each_others_nodes", LIMIT, || {
+        let executor = executor();
+        let talker = executor.create_node("rclev_talker").unwrap();
+        let robot = executor
+            .create_node(rclev::NodeOptions::new("rclev_robot").namespace("/robot1"))
+            .unwrap();
+        let _chatter = talker.create_publisher::<StringMsg>("chatter").unwrap();
+        let _service = robot
+            .create_service::<BasicTypesSrv, _>("reset", |_: BasicTypes_Request| {
+                BasicTypes_Response::default()
+            })
+            .unwrap();
+        let out = Peer::start(
+            "rclpy_peer.py",
+            &["node_list", "/rclev_talker", "/robot1/rclev_robot"],
+        )
+        .finish(PEER_LIMIT);
+        assert!(
+            out.contains("node /rclev_talker publishes /chatter std_msgs/msg/String"),
+            "{out}"
+        );
+        assert!(
+            out.contains("node /robot1/rclev_robot serves /robot1/reset test_msgs/srv/BasicTypes"),
+            "{out}"
+        );
+
+        let stay = Peer::start("rclpy_peer.py", &["stay", "30"]);
+        let other = rclev::transport::NodeName {
+            name: "other".into(),
+            namespace: "/peer_ns".into(),
+        };
+        assert!(
+            eventually(PEER_LIMIT, || {
+                let nodes = talker.get_node_names();
+                nodes.contains(&other)
+                    && talker
+                        .get_publishers_info_by_topic("/peer_ns/chatter")
+                        .unwrap()
+                        .iter()
+                        .any(|p| p.node == other)
+            }),
+            "{:?}",
+            talker.graph()
+        );
+        let names = talker.get_node_names();
+        assert!(names.iter().any(|n| n.name == "rclpy_stay"), "{names:?}");
+        // rclev's own nodes are listed once, from its own records.
+        assert_eq!(
+            names.iter().filter(|n| n.name == "rclev_talker").count(),
+            1,
+            "{names:?}"
+        );
+        assert!(stay.interrupt(PEER_LIMIT).contains("stay: done"));
+        // A peer that is gone takes its nodes along.
+        assert!(eventually(PEER_LIMIT, || !talker
+            .get_node_names()
+            .contains(&other)));
+    });
+}
+
 #[test]
 fn rclpy_calls_an_rclev_service() {
     in_netns("rclpy_calls_an_rclev_service", LIMIT, || {

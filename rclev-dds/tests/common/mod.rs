@@ -125,6 +125,18 @@ impl Peer {
     }
 }
 
+impl Peer {
+    /// Interrupts the peer (SIGINT, as Ctrl-C would: rclpy then shuts down cleanly and its
+    /// participant says goodbye at once) and returns its stdout (see [`finish`](Self::finish)).
+    pub fn interrupt(self, limit: Duration) -> String {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
+        // SAFETY: sending a signal to our own child process, which has not been reaped yet
+        // (`self` still owns it), so the pid cannot have been reused.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        self.finish(limit)
+    }
+}
+
 impl Drop for Peer {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -12,7 +12,7 @@ import time
 import rclpy
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import String
@@ -269,8 +269,58 @@ def publisher_info(node, topic):
 
     spin_until(node, look)
     for info in infos:
-        print(f"publisher {info.topic_type} {info.topic_type_hash} {info.qos_profile.durability}")
+        print(f"publisher {info.topic_type} {info.topic_type_hash} {info.qos_profile.durability} "
+              f"node={info.node_namespace.rstrip('/')}/{info.node_name}")
     return 0 if infos else 1
+
+
+def full_name(namespace, name):
+    return f"{namespace.rstrip('/')}/{name}"
+
+
+def node_list(node, *expected):
+    """Waits until every expected node (`/ns/name`) is on rclpy's graph; prints the nodes, and
+    each expected node's publishers and services as `ros2 node info` finds them."""
+    names = []
+
+    def look():
+        names[:] = sorted(full_name(ns, n) for n, ns in node.get_node_names_and_namespaces())
+        return all(e in names for e in expected)
+
+    found = spin_until(node, look)
+    print("nodes: " + " ".join(names))
+    for full in expected:
+        ns, _, name = full.rpartition("/")
+        ns = ns or "/"
+        try:
+            pubs = node.get_publisher_names_and_types_by_node(name, ns)
+            services = node.get_service_names_and_types_by_node(name, ns)
+        except Exception as e:  # rclpy raises NodeNameNonExistentError for an unknown node
+            print(f"node {full}: {e!r}")
+            found = False
+            continue
+        for topic, types in sorted(pubs):
+            print(f"node {full} publishes {topic} {','.join(types)}")
+        for service, types in sorted(services):
+            print(f"node {full} serves {service} {','.join(types)}")
+    return 0 if found else 1
+
+
+def stay(node, secs):
+    """Keeps this node and one more (`/peer_ns/other`, publishing `chatter`) on the graph for
+    `secs` seconds."""
+    other = rclpy.create_node("other", namespace="/peer_ns")
+    other.create_publisher(String, "chatter", 10)
+    print("stay: up", flush=True)
+    deadline = time.monotonic() + float(secs)
+    try:
+        while time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.05)
+    except (KeyboardInterrupt, ExternalShutdownException):  # Peer::interrupt: leave now
+        pass
+    other.destroy_node()
+    print("stay: done")
+    return 0
 
 
 def main():
@@ -281,7 +331,7 @@ def main():
         rc = globals()[mode](node, *args)
     finally:
         node.destroy_node()
-        rclpy.shutdown()
+        rclpy.try_shutdown()
     sys.exit(rc)
 
 

@@ -21,6 +21,18 @@ impl NodeState {
         self.graph().node_names()
     }
 
+    /// Every node on the graph as `(name, namespace)` pairs, sorted by namespace, then name
+    /// (rclcpp's and rclpy's `get_node_names_and_namespaces`).
+    pub fn get_node_names_and_namespaces(&self) -> Vec<(String, String)> {
+        let mut nodes: Vec<(String, String)> = self
+            .get_node_names()
+            .into_iter()
+            .map(|n| (n.name, n.namespace))
+            .collect();
+        nodes.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
+        nodes
+    }
+
     /// Topics on the graph with their types, sorted (`ros2 topic list -t`).
     pub fn get_topic_names_and_types(&self) -> Vec<(String, Vec<String>)> {
         self.graph().topic_names_and_types()

@@ -184,6 +184,116 @@ fn rclpy_and_rclev_see_each_others_nodes() {
     });
 }
 
+/// rclpy's parameter client (what `ros2 param` uses) on an rclev node: list, get, set
+/// (accepted, and refused by the node's callback), describe, and the node's
+/// `/parameter_events`; then rclev's clients on an rclpy node's parameter services, and rclpy
+/// seeing the event of the change.
+#[test]
+fn parameters_across_rclpy_and_rclev() {
+    use rclev::interfaces::rcl_interfaces::msg::{Parameter as ParameterMsg, ParameterEvent};
+    use rclev::interfaces::rcl_interfaces::srv::{
+        GetParameters, GetParameters_Request, SetParameters, SetParameters_Request,
+    };
+    use rclev::{ParameterDescriptor, ParameterValue};
+
+    in_netns("parameters_across_rclpy_and_rclev", LIMIT, || {
+        let executor = executor();
+        let node = executor.create_node("rclev_params").unwrap();
+        node.declare_parameter_with(
+            "gain",
+            5,
+            ParameterDescriptor {
+                description: "loop gain".into(),
+                ..ParameterDescriptor::default().integer_range(0, 10, 1)
+            },
+        )
+        .unwrap();
+        node.declare_parameter("arm.speed", 1.5).unwrap();
+        let _veto = node.add_on_set_parameters_callback(|changes| {
+            match changes
+                .iter()
+                .any(|p| p.value == ParameterValue::Integer(7))
+            {
+                true => Err("seven is unlucky".into()),
+                false => Ok(()),
+            }
+        });
+        let peer = Peer::start("rclpy_peer.py", &["param_client", "/rclev_params"]);
+        let out = finish_while_spinning(&executor, peer, PEER_LIMIT);
+        for line in [
+            "list: arm.speed gain use_sim_time",
+            "get: 5 1.5 None",
+            "set gain=8: ok",
+            "set gain=7: refused: parameter change rejected: seven is unlucky",
+            "describe gain: type=2 description='loop gain' range=[(0, 10, 1)]",
+            "event changed gain=8",
+        ] {
+            assert!(out.contains(line), "{line:?} missing from:\n{out}");
+        }
+        assert_eq!(node.get_parameter("gain"), Some(ParameterValue::Integer(8)));
+
+        // The other way round: rclev's clients on rclpy's parameter services.
+        let events = Arc::new(Mutex::new(Vec::<ParameterEvent>::new()));
+        let e = events.clone();
+        let _events = node
+            .create_subscription::<ParameterEvent, _>("/parameter_events", move |m| {
+                e.lock().unwrap().push((*m).clone())
+            })
+            .unwrap();
+        let server = Peer::start("rclpy_peer.py", &["param_server", "30"]);
+        let get = node
+            .create_client::<GetParameters>("/rclpy_param_server/get_parameters")
+            .unwrap();
+        let set = node
+            .create_client::<SetParameters>("/rclpy_param_server/set_parameters")
+            .unwrap();
+        let answers = Arc::new(Mutex::new(None));
+        let a = answers.clone();
+        let gain = |v: i64| ParameterMsg {
+            name: "gain".into(),
+            value: ParameterValue::Integer(v).to_msg(),
+        };
+        let errors = executor.spin(
+            SpinOptions::default()
+                .until_promise_resolved(async move {
+                    get.wait_for_service(Some(PEER_LIMIT)).await.unwrap();
+                    set.wait_for_service(Some(PEER_LIMIT)).await.unwrap();
+                    let got = get
+                        .call(GetParameters_Request {
+                            names: vec!["gain".into(), "label".into()],
+                        })
+                        .await
+                        .unwrap();
+                    let set = set
+                        .call(SetParameters_Request {
+                            parameters: vec![gain(9), gain(7)],
+                        })
+                        .await
+                        .unwrap();
+                    *a.lock().unwrap() = Some((got, set));
+                })
+                .timeout(PEER_LIMIT),
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let (got, set) = answers.lock().unwrap().take().expect("answers");
+        assert_eq!(got.values[0].integer_value, 3);
+        assert_eq!(got.values[1].string_value, "rclpy");
+        assert!(set.results[0].successful);
+        assert!(!set.results[1].successful);
+        assert_eq!(set.results[1].reason, "seven is unlucky");
+        assert!(spin_until(&executor, PEER_LIMIT, || events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e.node == "/rclpy_param_server"
+                && e.changed_parameters.iter().any(
+                    |p| p.name == "gain" && p.value.integer_value == 9
+                ))));
+        let out = server.interrupt(PEER_LIMIT);
+        assert!(out.contains("param_server: gain=9"), "{out}");
+    });
+}
+
 #[test]
 fn rclpy_calls_an_rclev_service() {
     in_netns("rclpy_calls_an_rclev_service", LIMIT, || {

@@ -214,6 +214,10 @@ pub enum ParameterError {
     /// A set-callback rejected the change.
     #[error("parameter change rejected: {0}")]
     Rejected(String),
+    /// Undeclaring a parameter that is not dynamically typed (rclcpp refuses it too: its
+    /// type is part of the node's interface).
+    #[error("parameter {0:?} is statically typed and cannot be undeclared")]
+    StaticallyTyped(String),
     /// An override given for the parameter cannot be used with its declaration.
     #[error("override for {name:?} is invalid: {reason}")]
     InvalidOverride {

@@ -1,5 +1,7 @@
 //! Node parameters and logging (`/rosout` and captures together).
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -242,4 +244,236 @@ fn node_logs_reach_the_console_without_a_subscriber() {
         "{line}"
     );
     assert!(!stderr.contains("not shown"), "{stderr}");
+}
+
+/// The parameter services and `/parameter_events`, called as `ros2 param` and rclpy's
+/// `AsyncParameterClient` call them (in process here; over DDS against rclpy in rclev-dds).
+#[test]
+fn parameter_services_answer_what_ros2_param_asks() {
+    use rclev::interfaces::rcl_interfaces::msg::{
+        Parameter as ParameterMsg, ParameterEvent, ParameterType as T,
+    };
+    use rclev::interfaces::rcl_interfaces::srv::*;
+
+    let executor = Context::default().create_basic_executor();
+    let node = executor
+        .create_node(NodeOptions::new("robot").namespace("/r"))
+        .unwrap();
+    node.declare_parameter_with(
+        "gain",
+        5,
+        ParameterDescriptor {
+            description: "loop gain".into(),
+            ..ParameterDescriptor::default().integer_range(0, 10, 1)
+        },
+    )
+    .unwrap();
+    node.declare_parameter("arm.speed", 1.5).unwrap();
+    node.declare_parameter_with(
+        "loose",
+        "x",
+        ParameterDescriptor {
+            dynamic_typing: true,
+            ..ParameterDescriptor::default()
+        },
+    )
+    .unwrap();
+    let _veto = node.add_on_set_parameters_callback(|changes| {
+        if changes
+            .iter()
+            .any(|p| p.value == ParameterValue::Integer(7))
+        {
+            Err("seven is unlucky".into())
+        } else {
+            Ok(())
+        }
+    });
+    let tool = executor
+        .create_node(NodeOptions::new("tool").start_parameter_services(false))
+        .unwrap();
+    let events = Arc::new(Mutex::new(Vec::<ParameterEvent>::new()));
+    let e = events.clone();
+    let _events = tool
+        .create_subscription::<ParameterEvent, _>(
+            "/parameter_events".qos(QoSProfile::parameter_events()),
+            move |m: Arc<ParameterEvent>| e.lock().unwrap().push((*m).clone()),
+        )
+        .unwrap();
+    let get = tool
+        .create_client::<GetParameters>("/r/robot/get_parameters")
+        .unwrap();
+    let types = tool
+        .create_client::<GetParameterTypes>("/r/robot/get_parameter_types")
+        .unwrap();
+    let set = tool
+        .create_client::<SetParameters>("/r/robot/set_parameters")
+        .unwrap();
+    let atomic = tool
+        .create_client::<SetParametersAtomically>("/r/robot/set_parameters_atomically")
+        .unwrap();
+    let describe = tool
+        .create_client::<DescribeParameters>("/r/robot/describe_parameters")
+        .unwrap();
+    let list = tool
+        .create_client::<ListParameters>("/r/robot/list_parameters")
+        .unwrap();
+    let param = |name: &str, value: ParameterValue| ParameterMsg {
+        name: name.into(),
+        value: value.to_msg(),
+    };
+    let delete = |name: &str| ParameterMsg {
+        name: name.into(),
+        ..Default::default()
+    };
+    let answers = Arc::new(Mutex::new(None));
+    let a = answers.clone();
+    common::spin_until(&executor, async move {
+        let listed = list
+            .call(ListParameters_Request {
+                prefixes: vec![],
+                depth: 0,
+            })
+            .await
+            .unwrap();
+        let got = get
+            .call(GetParameters_Request {
+                names: vec!["gain".into(), "nope".into(), "arm.speed".into()],
+            })
+            .await
+            .unwrap();
+        let typed = types
+            .call(GetParameterTypes_Request {
+                names: vec!["gain".into(), "nope".into()],
+            })
+            .await
+            .unwrap();
+        let described = describe
+            .call(DescribeParameters_Request {
+                names: vec!["gain".into(), "nope".into()],
+            })
+            .await
+            .unwrap();
+        let set_each = set
+            .call(SetParameters_Request {
+                parameters: vec![
+                    param("gain", ParameterValue::Integer(8)),
+                    param("gain", ParameterValue::Integer(7)),
+                    param("gain", ParameterValue::Integer(11)),
+                    param("gain", ParameterValue::String("x".into())),
+                    param("undeclared", ParameterValue::Integer(1)),
+                    delete("gain"),
+                    delete("loose"),
+                ],
+            })
+            .await
+            .unwrap();
+        let refused_atomically = atomic
+            .call(SetParametersAtomically_Request {
+                parameters: vec![
+                    param("gain", ParameterValue::Integer(9)),
+                    param("arm.speed", ParameterValue::Integer(2)),
+                ],
+            })
+            .await
+            .unwrap();
+        let atomically = atomic
+            .call(SetParametersAtomically_Request {
+                parameters: vec![
+                    param("gain", ParameterValue::Integer(9)),
+                    param("arm.speed", ParameterValue::Double(2.5)),
+                ],
+            })
+            .await
+            .unwrap();
+        *a.lock().unwrap() = Some((
+            listed,
+            got,
+            typed,
+            described,
+            set_each,
+            refused_atomically,
+            atomically,
+        ));
+    });
+    let (listed, got, typed, described, set_each, refused_atomically, atomically) =
+        answers.lock().unwrap().take().unwrap();
+    assert_eq!(
+        listed.result.names,
+        ["arm.speed", "gain", "loose", "use_sim_time"]
+    );
+    assert_eq!(listed.result.prefixes, ["arm"]);
+    assert_eq!(got.values.len(), 3);
+    assert_eq!(got.values[0].r#type, T::PARAMETER_INTEGER);
+    assert_eq!(got.values[0].integer_value, 5);
+    assert_eq!(got.values[1].r#type, T::PARAMETER_NOT_SET);
+    assert_eq!(got.values[2].double_value, 1.5);
+    assert_eq!(typed.types, [T::PARAMETER_INTEGER, T::PARAMETER_NOT_SET]);
+    assert_eq!(described.descriptors[0].name, "gain");
+    assert_eq!(described.descriptors[0].description, "loop gain");
+    assert_eq!(described.descriptors[0].integer_range[0].to_value, 10);
+    assert_eq!(described.descriptors[1].name, "");
+    let outcomes: Vec<(bool, String)> = set_each
+        .results
+        .iter()
+        .map(|r| (r.successful, r.reason.clone()))
+        .collect();
+    assert!(outcomes[0].0, "{outcomes:?}");
+    assert!(
+        !outcomes[1].0 && outcomes[1].1.contains("seven is unlucky"),
+        "{outcomes:?}"
+    );
+    assert!(
+        !outcomes[2].0 && outcomes[2].1.contains("outside"),
+        "{outcomes:?}"
+    );
+    assert!(
+        !outcomes[3].0 && outcomes[3].1.contains("integer"),
+        "{outcomes:?}"
+    );
+    assert!(
+        !outcomes[4].0 && outcomes[4].1.contains("not declared"),
+        "{outcomes:?}"
+    );
+    assert!(
+        !outcomes[5].0 && outcomes[5].1.contains("statically typed"),
+        "{outcomes:?}"
+    );
+    assert!(outcomes[6].0, "{outcomes:?}");
+    assert!(!refused_atomically.result.successful);
+    assert_eq!(
+        node.get_parameter("arm.speed"),
+        Some(ParameterValue::Double(2.5)),
+        "the atomic set that went through"
+    );
+    assert!(atomically.result.successful);
+    assert_eq!(node.get_parameter("gain"), Some(ParameterValue::Integer(9)));
+    assert_eq!(node.get_parameter("loose"), None);
+
+    // The events: every change, from the node, in order (declarations came before the
+    // subscription; this transport keeps no history for a volatile topic).
+    let events = events.lock().unwrap().clone();
+    let changed: Vec<(String, Vec<String>, Vec<String>)> = events
+        .iter()
+        .filter(|e| e.node == "/r/robot")
+        .map(|e| {
+            let names = |ps: &[ParameterMsg]| ps.iter().map(|p| p.name.clone()).collect();
+            (
+                e.node.clone(),
+                names(&e.changed_parameters),
+                names(&e.deleted_parameters),
+            )
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            ("/r/robot".into(), vec!["gain".into()], vec![]),
+            ("/r/robot".into(), vec![], vec!["loose".into()]),
+            (
+                "/r/robot".into(),
+                vec!["gain".into(), "arm.speed".into()],
+                vec![]
+            ),
+        ]
+    );
 }

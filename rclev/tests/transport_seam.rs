@@ -248,13 +248,34 @@ fn the_graph_lists_nodes_and_endpoints_with_their_gids() {
     assert_eq!(info[0].node.name, "talker");
     assert_eq!(info[0].type_hash, Int64::TYPE_HASH);
     assert_eq!(info[0].kind, EndpointKind::Publisher);
-    assert_eq!(
-        listener.get_service_names_and_types(),
-        vec![(
-            "/add".to_string(),
-            vec!["example_interfaces/srv/AddTwoInts".to_string()]
-        )]
+    let services = listener.get_service_names_and_types();
+    let has = |name: &str, ty: &str| services.contains(&(name.to_string(), vec![ty.to_string()]));
+    assert!(
+        has("/add", "example_interfaces/srv/AddTwoInts"),
+        "{services:?}"
     );
+    // Every node's parameter services, on by default.
+    for (node, service, ty) in [
+        ("/listener", "get_parameters", "GetParameters"),
+        ("/robot/talker", "get_parameter_types", "GetParameterTypes"),
+        ("/listener", "set_parameters", "SetParameters"),
+        (
+            "/listener",
+            "set_parameters_atomically",
+            "SetParametersAtomically",
+        ),
+        ("/listener", "describe_parameters", "DescribeParameters"),
+        ("/listener", "list_parameters", "ListParameters"),
+    ] {
+        assert!(
+            has(
+                &format!("{node}/{service}"),
+                &format!("rcl_interfaces/srv/{ty}")
+            ),
+            "{services:?}"
+        );
+    }
+    assert_eq!(services.len(), 1 + 2 * 6, "{services:?}");
     drop(publisher);
     assert_eq!(listener.count_publishers("/robot/chatter").unwrap(), 0);
     drop(talker);

@@ -323,6 +323,73 @@ def stay(node, secs):
     return 0
 
 
+def param_client(node, target):
+    """Drives `target`'s parameters through rclpy's AsyncParameterClient, as `ros2 param`
+    does, and prints what it saw, including `target`'s `/parameter_events`."""
+    from rcl_interfaces.msg import ParameterEvent
+    from rclpy.parameter import Parameter, parameter_value_to_python
+    from rclpy.parameter_client import AsyncParameterClient
+
+    events = []
+    node.create_subscription(ParameterEvent, "/parameter_events",
+                             lambda e: events.append(e) if e.node == target else None, 10)
+    client = AsyncParameterClient(node, target)
+    if not client.wait_for_services(timeout_sec=LIMIT):
+        print("param_client: services not ready")
+        return 1
+
+    def wait(future):
+        spin_until(node, future.done)
+        return future.result()
+
+    listed = wait(client.list_parameters())
+    print("list: " + " ".join(sorted(listed.result.names)))
+    got = wait(client.get_parameters(["gain", "arm.speed", "nope"]))
+    print("get: " + " ".join(str(parameter_value_to_python(v)) for v in got.values))
+    for value in (8, 7):
+        res = wait(client.set_parameters([Parameter("gain", value=value)]))
+        r = res.results[0]
+        print(f"set gain={value}: {'ok' if r.successful else 'refused: ' + r.reason}")
+    described = wait(client.describe_parameters(["gain"]))
+    d = described.descriptors[0]
+    print(f"describe gain: type={d.type} description={d.description!r} "
+          f"range={[(r.from_value, r.to_value, r.step) for r in d.integer_range]}")
+    spin_until(node, lambda: any(p.name == "gain" for e in events for p in e.changed_parameters))
+    for e in events:
+        for p in e.changed_parameters:
+            print(f"event changed {p.name}={p.value.integer_value}")
+    return 0
+
+
+def param_server(node, secs):
+    """Declares `gain` (rejecting 7) and `label` on this node, prints every parameter event of
+    other nodes it sees, for `secs` seconds."""
+    from rcl_interfaces.msg import ParameterEvent, SetParametersResult
+
+    node.declare_parameter("gain", 3)
+    node.declare_parameter("label", "rclpy")
+
+    def check(params):
+        bad = any(p.name == "gain" and p.value == 7 for p in params)
+        return SetParametersResult(successful=not bad, reason="seven is unlucky" if bad else "")
+
+    node.add_on_set_parameters_callback(check)
+    node.create_subscription(
+        ParameterEvent, "/parameter_events",
+        lambda e: print(f"event from {e.node}: changed "
+                        + " ".join(f"{p.name}" for p in e.changed_parameters), flush=True)
+        if e.node != node.get_fully_qualified_name() and e.changed_parameters else None, 10)
+    print("param_server: up", flush=True)
+    deadline = time.monotonic() + float(secs)
+    try:
+        while time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.05)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    print(f"param_server: gain={node.get_parameter('gain').value}")
+    return 0
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     rclpy.init()

@@ -11,6 +11,7 @@ pub(crate) mod graph;
 mod guard;
 pub(crate) mod names; // `expand_topic_name` is re-exported at the crate root
 mod options;
+mod parameter_services;
 pub(crate) mod pubsub;
 pub(crate) mod service;
 mod worker;
@@ -48,6 +49,15 @@ pub(crate) struct NodeIdentity {
 }
 
 impl NodeIdentity {
+    /// `/ns/name`.
+    pub(crate) fn fully_qualified_name(&self) -> String {
+        if self.namespace == "/" {
+            format!("/{}", self.name)
+        } else {
+            format!("{}/{}", self.namespace, self.name)
+        }
+    }
+
     pub(crate) fn expand(&self, topic: &str) -> Result<String> {
         names::expand_topic_name(topic, &self.namespace, &self.name)
     }
@@ -90,6 +100,8 @@ pub struct NodeState {
     logger: Logger,
     /// The `/clock` subscription while `use_sim_time` is on.
     clock_subscription: Mutex<Option<Subscription<crate::interfaces::rosgraph_msgs::msg::Clock>>>,
+    /// `~/get_parameters` & co., unless turned off in the node's options.
+    parameter_services: std::sync::OnceLock<parameter_services::ParameterServices>,
 }
 
 /// A shared handle to a node.
@@ -144,13 +156,31 @@ impl NodeState {
                 identity.name
             )
         };
+        let parameters = Parameters::with_overrides(overrides);
+        if options.start_parameter_event_publisher {
+            let events = PublisherState::create(
+                &core,
+                "/parameter_events".qos(QoSProfile::parameter_events()),
+            )?;
+            parameter_services::publish_events(
+                &parameters,
+                events,
+                identity.fully_qualified_name(),
+                identity.clock.clone(),
+            );
+        }
         let node = Arc::new(Self {
             logger: Logger::new(logger_name, identity.clock.clone(), rosout),
             identity,
             core,
-            parameters: Parameters::with_overrides(overrides),
+            parameters,
             clock_subscription: Mutex::new(None),
+            parameter_services: std::sync::OnceLock::new(),
         });
+        if options.start_parameter_services {
+            let services = parameter_services::ParameterServices::start(&node)?;
+            let _ = node.parameter_services.set(services);
+        }
         let use_sim_time = node.parameters.declare(
             "use_sim_time",
             false,
@@ -295,11 +325,7 @@ impl NodeState {
 
     /// `namespace/name`.
     pub fn fully_qualified_name(&self) -> String {
-        if self.identity.namespace == "/" {
-            format!("/{}", self.identity.name)
-        } else {
-            format!("{}/{}", self.identity.namespace, self.identity.name)
-        }
+        self.identity.fully_qualified_name()
     }
 
     /// Expands a topic name as this node would (`~/x` → `/ns/node/x`).

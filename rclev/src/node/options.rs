@@ -22,6 +22,12 @@ pub struct NodeOptions {
     pub parameter_overrides: BTreeMap<String, ParameterValue>,
     /// Publish every log record on `/rosout` (default `true`).
     pub enable_rosout: bool,
+    /// Offer the six parameter services (`~/get_parameters` …; default `true`, as in rclcpp
+    /// and rclpy): what `ros2 param` talks to.
+    pub start_parameter_services: bool,
+    /// Publish every parameter declaration, change and undeclaration on `/parameter_events`
+    /// (default `true`).
+    pub start_parameter_event_publisher: bool,
 }
 
 impl NodeOptions {
@@ -32,6 +38,8 @@ impl NodeOptions {
             namespace: "/".into(),
             parameter_overrides: BTreeMap::new(),
             enable_rosout: true,
+            start_parameter_services: true,
+            start_parameter_event_publisher: true,
         }
     }
     /// Sets the namespace.
@@ -51,6 +59,16 @@ impl NodeOptions {
     /// Turns `/rosout` publishing on or off.
     pub fn enable_rosout(mut self, enable: bool) -> Self {
         self.enable_rosout = enable;
+        self
+    }
+    /// Turns the parameter services on or off.
+    pub fn start_parameter_services(mut self, start: bool) -> Self {
+        self.start_parameter_services = start;
+        self
+    }
+    /// Turns `/parameter_events` publishing on or off.
+    pub fn start_parameter_event_publisher(mut self, start: bool) -> Self {
+        self.start_parameter_event_publisher = start;
         self
     }
 }

@@ -7,16 +7,19 @@
 //!   pass; `range.rs` holds the range arithmetic.
 //! - `store.rs`: [`Parameters`], a node's store: declare, get, set, set-callbacks.
 //! - `args.rs`: `--ros-args` parsing ([`parse_ros_args`]).
+//! - `wire.rs`: the `rcl_interfaces` messages of values, parameters and descriptors (what the
+//!   parameter services and `/parameter_events` carry).
 
 mod args;
 mod descriptor;
 mod range;
 mod store;
 mod value;
+mod wire;
 
 pub use args::{parse_ros_args, ValueParseError};
 pub use descriptor::{ParameterDescriptor, Range};
-pub use store::{Parameters, SetCallbackHandle, SetParametersResult};
+pub use store::{ParameterChange, Parameters, SetCallbackHandle, SetParametersResult};
 pub use value::{Parameter, ParameterValue};
 
 pub use crate::error::ParameterError;

@@ -18,6 +18,18 @@ pub type SetParametersResult = Result<(), String>;
 
 type SetCallback = dyn Fn(&[Parameter]) -> SetParametersResult + Send + Sync;
 type ChangeHook = dyn Fn(&Parameter) + Send + Sync;
+type ChangeObserver = dyn Fn(&ParameterChange) + Send + Sync;
+
+/// A change of a node's parameters, as `/parameter_events` reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParameterChange {
+    /// A parameter was declared, with the value in effect.
+    New(Parameter),
+    /// Parameters were set, all at once.
+    Changed(Vec<Parameter>),
+    /// A parameter was undeclared; its last value.
+    Deleted(Parameter),
+}
 
 struct Declared {
     value: ParameterValue,
@@ -33,6 +45,8 @@ struct Store {
     hooks: Vec<(String, Arc<ChangeHook>)>,
     /// Internal set-callbacks, asked before the user's and registered for the node's life.
     guards: Vec<Arc<SetCallback>>,
+    /// Told of every declaration, set and undeclaration (`/parameter_events`).
+    observers: Vec<Arc<ChangeObserver>>,
 }
 
 /// A node's parameters.
@@ -113,7 +127,74 @@ impl Parameters {
                 descriptor,
             },
         );
+        let observers = store.observers.clone();
+        drop(store);
+        notify(
+            &observers,
+            &ParameterChange::New(Parameter {
+                name: name.to_string(),
+                value: value.clone(),
+            }),
+        );
         Ok(value)
+    }
+
+    /// Undeclares a parameter: refused for a read-only or statically typed one (as rclcpp
+    /// does), and for one never declared.
+    pub fn undeclare(&self, name: &str) -> Result<(), ParameterError> {
+        let (value, observers) = {
+            let mut store = lock(&self.store);
+            undeclarable(&store, name)?;
+            let removed = store.declared.remove(name).map(|d| d.value);
+            (removed, store.observers.clone())
+        };
+        if let Some(value) = value {
+            notify(
+                &observers,
+                &ParameterChange::Deleted(Parameter {
+                    name: name.to_string(),
+                    value,
+                }),
+            );
+        }
+        Ok(())
+    }
+
+    /// Whether [`undeclare`](Self::undeclare) would undeclare `name` now.
+    pub fn check_undeclare(&self, name: &str) -> Result<(), ParameterError> {
+        undeclarable(&lock(&self.store), name)
+    }
+
+    /// Whether `name` is declared.
+    pub fn has(&self, name: &str) -> bool {
+        lock(&self.store).declared.contains_key(name)
+    }
+
+    /// The declared names under `prefixes` (all when empty) down to `depth` levels of
+    /// `.`-separated names (0: any depth), and the prefixes of the names found: what the
+    /// `list_parameters` service answers, by rclcpp's rules.
+    pub fn list(&self, prefixes: &[String], depth: u64) -> (Vec<String>, Vec<String>) {
+        let deeper_than = |s: &str| depth != 0 && s.matches('.').count() as u64 >= depth;
+        let store = lock(&self.store);
+        let (mut names, mut found_prefixes) = (Vec::new(), Vec::<String>::new());
+        for name in store.declared.keys() {
+            let all = prefixes.is_empty() && !deeper_than(name);
+            let under_prefix = prefixes.iter().any(|prefix| {
+                name == prefix
+                    || name
+                        .strip_prefix(prefix.as_str())
+                        .is_some_and(|rest| rest.starts_with('.') && !deeper_than(rest))
+            });
+            if all || under_prefix {
+                names.push(name.clone());
+                if let Some((prefix, _)) = name.rsplit_once('.') {
+                    if !found_prefixes.iter().any(|p| p == prefix) {
+                        found_prefixes.push(prefix.to_string());
+                    }
+                }
+            }
+        }
+        (names, found_prefixes)
     }
 
     /// The value of a declared parameter.
@@ -148,7 +229,7 @@ impl Parameters {
     /// Sets several parameters atomically: every value is checked against its descriptor and
     /// every set-callback, and either all change or none does.
     pub fn set_all(&self, changes: &[Parameter]) -> Result<(), ParameterError> {
-        let (callbacks, hooks) = {
+        let (callbacks, hooks, observers) = {
             let store = lock(&self.store);
             for p in changes {
                 let d = store
@@ -178,7 +259,7 @@ impl Parameters {
                 .cloned()
                 .chain(store.callbacks.iter().filter_map(Weak::upgrade))
                 .collect();
-            (callbacks, store.hooks.clone())
+            (callbacks, store.hooks.clone(), store.observers.clone())
         };
         // Called without the lock, so a callback may read parameters.
         for cb in callbacks {
@@ -200,6 +281,7 @@ impl Parameters {
                 }
             }
         }
+        notify(&observers, &ParameterChange::Changed(changes.to_vec()));
         Ok(())
     }
 
@@ -221,10 +303,36 @@ impl Parameters {
         lock(&self.store).guards.push(Arc::new(guard));
     }
 
+    /// Registers an observer of every change for the life of the parameters (the node's
+    /// `/parameter_events` publisher). Called without the store's lock, after the change.
+    pub(crate) fn observe(&self, observer: impl Fn(&ParameterChange) + Send + Sync + 'static) {
+        lock(&self.store).observers.push(Arc::new(observer));
+    }
+
     pub(crate) fn on_change(&self, name: &str, hook: impl Fn(&Parameter) + Send + Sync + 'static) {
         lock(&self.store)
             .hooks
             .push((name.to_string(), Arc::new(hook)));
+    }
+}
+
+fn undeclarable(store: &Store, name: &str) -> Result<(), ParameterError> {
+    let d = store
+        .declared
+        .get(name)
+        .ok_or_else(|| ParameterError::NotDeclared(name.to_string()))?;
+    if d.descriptor.read_only {
+        return Err(ParameterError::ReadOnly(name.to_string()));
+    }
+    if !d.descriptor.dynamic_typing {
+        return Err(ParameterError::StaticallyTyped(name.to_string()));
+    }
+    Ok(())
+}
+
+fn notify(observers: &[Arc<ChangeObserver>], change: &ParameterChange) {
+    for observer in observers {
+        observer(change);
     }
 }
 
@@ -348,5 +456,89 @@ mod tests {
             p.declare("name", "x", ParameterDescriptor::default()),
             Err(ParameterError::InvalidOverride { .. })
         ));
+    }
+
+    #[test]
+    fn lists_by_prefix_and_depth_as_rclcpp_does() {
+        let p = Parameters::default();
+        for name in ["a", "b.c", "b.d.e", "f.g"] {
+            p.declare(name, 1, ParameterDescriptor::default()).unwrap();
+        }
+        let list = |prefixes: &[&str], depth| {
+            let prefixes: Vec<String> = prefixes.iter().map(|s| s.to_string()).collect();
+            p.list(&prefixes, depth)
+        };
+        assert_eq!(
+            list(&[], 0),
+            (
+                vec!["a".into(), "b.c".into(), "b.d.e".into(), "f.g".into()],
+                vec!["b".into(), "b.d".into(), "f".into()]
+            )
+        );
+        assert_eq!(list(&[], 1).0, ["a"]);
+        assert_eq!(list(&[], 2).0, ["a", "b.c", "f.g"]);
+        assert_eq!(list(&["b"], 0).0, ["b.c", "b.d.e"]);
+        // Below a prefix, the separator after it counts as one level (rclcpp's arithmetic).
+        assert_eq!(list(&["b"], 1).0, Vec::<String>::new());
+        assert_eq!(list(&["b"], 2).0, ["b.c"]);
+        assert_eq!(list(&["b.c"], 1).0, ["b.c"]);
+        assert!(list(&["x"], 0).0.is_empty());
+    }
+
+    #[test]
+    fn undeclaring_needs_a_dynamically_typed_writable_parameter() {
+        let p = Parameters::default();
+        p.declare("fixed", 1, ParameterDescriptor::default())
+            .unwrap();
+        p.declare("ro", 1, ParameterDescriptor::read_only())
+            .unwrap();
+        let dynamic = ParameterDescriptor {
+            dynamic_typing: true,
+            ..ParameterDescriptor::default()
+        };
+        p.declare("loose", 1, dynamic).unwrap();
+        assert!(matches!(
+            p.undeclare("fixed"),
+            Err(ParameterError::StaticallyTyped(_))
+        ));
+        assert!(matches!(
+            p.undeclare("ro"),
+            Err(ParameterError::ReadOnly(_))
+        ));
+        assert!(matches!(
+            p.undeclare("nope"),
+            Err(ParameterError::NotDeclared(_))
+        ));
+        p.undeclare("loose").unwrap();
+        assert!(!p.has("loose") && p.has("fixed"));
+    }
+
+    #[test]
+    fn observers_see_declarations_sets_and_deletions_but_not_refusals() {
+        let p = Parameters::default();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        p.observe(move |c| s.lock().unwrap().push(c.clone()));
+        let dynamic = ParameterDescriptor {
+            dynamic_typing: true,
+            ..ParameterDescriptor::default()
+        };
+        p.declare("x", 1, dynamic).unwrap();
+        p.set("x", 2).unwrap();
+        let _veto = p.add_on_set_callback(|_| Err("no".into()));
+        assert!(p.set("x", 3).is_err());
+        p.undeclare("x").unwrap();
+        let param = |v: i64| Parameter {
+            name: "x".into(),
+            value: ParameterValue::Integer(v),
+        };
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                ParameterChange::New(param(1)),
+                ParameterChange::Changed(vec![param(2)]),
+                ParameterChange::Deleted(param(2)),
+            ]
+        );
     }
 }

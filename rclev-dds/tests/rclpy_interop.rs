@@ -221,7 +221,7 @@ fn parameters_across_rclpy_and_rclev() {
         let peer = Peer::start("rclpy_peer.py", &["param_client", "/rclev_params"]);
         let out = finish_while_spinning(&executor, peer, PEER_LIMIT);
         for line in [
-            "list: arm.speed gain use_sim_time",
+            "list: arm.speed gain start_type_description_service use_sim_time",
             "get: 5 1.5 None",
             "set gain=8: ok",
             "set gain=7: refused: parameter change rejected: seven is unlucky",
@@ -291,6 +291,47 @@ fn parameters_across_rclpy_and_rclev() {
                 ))));
         let out = server.interrupt(PEER_LIMIT);
         assert!(out.contains("param_server: gain=9"), "{out}");
+    });
+}
+
+/// rclpy asks an rclev node for the description of a type it publishes
+/// (`~/get_type_description`) and finds that it hashes to the hash rclev announced.
+#[test]
+fn rclpy_fetches_an_rclev_type_description() {
+    in_netns("rclpy_fetches_an_rclev_type_description", LIMIT, || {
+        let executor = executor();
+        let node = executor.create_node("described").unwrap();
+        let _basics = node.create_publisher::<BasicTypes>("basic").unwrap();
+        let peer = Peer::start(
+            "rclpy_peer.py",
+            &["type_description", "/described", "/basic"],
+        );
+        let out = finish_while_spinning(&executor, peer, PEER_LIMIT);
+        let hash = BasicTypes::TYPE_HASH.to_string();
+        assert!(
+            out.contains(&format!(
+                "type_description: test_msgs/msg/BasicTypes announced={hash} computed={hash}"
+            )),
+            "{out}"
+        );
+    });
+}
+
+/// rclpy hears rclev's log records on `/rosout`, with the logger name ROS 2 gives a node in a
+/// namespace and the severity (late: from the transient-local history).
+#[test]
+fn rclpy_hears_rclevs_rosout() {
+    in_netns("rclpy_hears_rclevs_rosout", LIMIT, || {
+        let executor = executor();
+        let node = executor
+            .create_node(rclev::NodeOptions::new("rclev_logger").namespace("/ns"))
+            .unwrap();
+        rclev::log_info!(node, "hello {}", 1);
+        rclev::log_warn!(node, "careful");
+        let out = Peer::start("rclpy_peer.py", &["rosout", "ns.rclev_logger", "20", "30"])
+            .finish(PEER_LIMIT);
+        assert!(out.contains("rosout 20 ns.rclev_logger: hello 1"), "{out}");
+        assert!(out.contains("rosout 30 ns.rclev_logger: careful"), "{out}");
     });
 }
 

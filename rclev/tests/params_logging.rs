@@ -399,7 +399,13 @@ fn parameter_services_answer_what_ros2_param_asks() {
         answers.lock().unwrap().take().unwrap();
     assert_eq!(
         listed.result.names,
-        ["arm.speed", "gain", "loose", "use_sim_time"]
+        [
+            "arm.speed",
+            "gain",
+            "loose",
+            "start_type_description_service",
+            "use_sim_time"
+        ]
     );
     assert_eq!(listed.result.prefixes, ["arm"]);
     assert_eq!(got.values.len(), 3);

@@ -275,7 +275,11 @@ fn the_graph_lists_nodes_and_endpoints_with_their_gids() {
             "{services:?}"
         );
     }
-    assert_eq!(services.len(), 1 + 2 * 6, "{services:?}");
+    assert!(has(
+        "/listener/get_type_description",
+        "type_description_interfaces/srv/GetTypeDescription"
+    ));
+    assert_eq!(services.len(), 1 + 2 * 7, "{services:?}");
     drop(publisher);
     assert_eq!(listener.count_publishers("/robot/chatter").unwrap(), 0);
     drop(talker);

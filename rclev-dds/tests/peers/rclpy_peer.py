@@ -390,6 +390,70 @@ def param_server(node, secs):
     return 0
 
 
+def rosout(node, logger, *levels):
+    """Waits for a `/rosout` record of `logger` at each of `levels` (10 debug … 50 fatal),
+    taking the publishers' transient-local history too; prints each record."""
+    from rcl_interfaces.msg import Log
+
+    q = QoSProfile(depth=1000)
+    q.durability = DurabilityPolicy.TRANSIENT_LOCAL
+    records = []
+    node.create_subscription(Log, "/rosout",
+                             lambda m: records.append(m) if m.name == logger else None, q)
+    wanted = {int(level) for level in levels}
+    spin_until(node, lambda: wanted <= {r.level for r in records})
+    for r in records:
+        print(f"rosout {r.level} {r.name}: {r.msg} ({r.file}:{r.line})")
+    return 0 if wanted <= {r.level for r in records} else 1
+
+
+def type_description(node, target, topic):
+    """Asks node `target` (`/ns/name`) for the description of the type its publisher on
+    `topic` announces, and checks the description against that hash (REP-2016: SHA-256 of the
+    description's JSON without default values)."""
+    import hashlib
+    import json
+    from type_description_interfaces.srv import GetTypeDescription
+
+    infos = []
+
+    def look():
+        infos[:] = [i for i in node.get_publishers_info_by_topic(topic)
+                    if full_name(i.node_namespace, i.node_name) == target]
+        return len(infos) > 0
+
+    if not spin_until(node, look):
+        print(f"type_description: no publisher of {target} on {topic}")
+        return 1
+    announced = str(infos[0].topic_type_hash)
+    client = node.create_client(GetTypeDescription, f"{target}/get_type_description")
+    if not client.wait_for_service(timeout_sec=LIMIT):
+        print("type_description: no service")
+        return 1
+    future = client.call_async(GetTypeDescription.Request(
+        type_name=infos[0].topic_type, type_hash=announced, include_type_sources=False))
+    spin_until(node, future.done)
+    res = future.result()
+    print(f"type_description: successful={res.successful} reason={res.failure_reason!r}")
+
+    def individual(d):
+        return {"type_name": d.type_name, "fields": [
+            {"name": f.name, "type": {"type_id": f.type.type_id, "capacity": f.type.capacity,
+                                      "string_capacity": f.type.string_capacity,
+                                      "nested_type_name": f.type.nested_type_name}}
+            for f in d.fields]}
+
+    desc = res.type_description
+    text = json.dumps({"type_description": individual(desc.type_description),
+                       "referenced_type_descriptions":
+                           [individual(r) for r in desc.referenced_type_descriptions]},
+                      separators=(", ", ": "))
+    computed = "RIHS01_" + hashlib.sha256(text.encode()).hexdigest()
+    print(f"type_description: {desc.type_description.type_name} announced={announced} "
+          f"computed={computed}")
+    return 0 if res.successful and computed == announced else 1
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     rclpy.init()

@@ -36,6 +36,7 @@ pub(crate) fn topic_endpoint<T: Message>(
 ) -> Result<TopicEndpoint> {
     core.exec.check_running()?;
     let options = options.into_primitive_options();
+    core.node.types.register(T::TYPE_HASH, T::TYPE_DESCRIPTION);
     Ok(TopicEndpoint {
         name: core.node.expand(&options.name)?,
         type_support: TypeSupport::of::<T>(),
@@ -51,6 +52,7 @@ pub(crate) fn service_endpoint<S: crate::msg::ServiceType>(
 ) -> Result<ServiceEndpoint> {
     core.exec.check_running()?;
     let options = options.into_primitive_options();
+    core.node.types.register(S::TYPE_HASH, S::TYPE_DESCRIPTION);
     Ok(ServiceEndpoint {
         name: core.node.expand(&options.name)?,
         types: ServiceTypes::of::<S>(),

@@ -14,6 +14,7 @@ mod options;
 mod parameter_services;
 pub(crate) mod pubsub;
 pub(crate) mod service;
+mod type_description;
 mod worker;
 
 pub use guard::{GuardCondition, GuardConditionState};
@@ -46,6 +47,8 @@ pub(crate) struct NodeIdentity {
     /// The node's ROS-time clock.
     pub(crate) clock: Clock,
     life: Arc<Lifeline>,
+    /// The types of the node's endpoints (for `~/get_type_description`).
+    pub(crate) types: type_description::TypeCache,
 }
 
 impl NodeIdentity {
@@ -102,6 +105,10 @@ pub struct NodeState {
     clock_subscription: Mutex<Option<Subscription<crate::interfaces::rosgraph_msgs::msg::Clock>>>,
     /// `~/get_parameters` & co., unless turned off in the node's options.
     parameter_services: std::sync::OnceLock<parameter_services::ParameterServices>,
+    /// `~/get_type_description`, unless `start_type_description_service` is false.
+    type_description_service: std::sync::OnceLock<
+        Service<crate::interfaces::type_description_interfaces::srv::GetTypeDescription>,
+    >,
 }
 
 /// A shared handle to a node.
@@ -137,6 +144,7 @@ impl NodeState {
             life: exec.life().clone(),
             name: options.name.clone(),
             namespace,
+            types: type_description::TypeCache::default(),
         });
         let core = WorkerCore::spawn(exec, identity.clone(), Box::new(()))?;
         let rosout = if options.enable_rosout {
@@ -176,6 +184,7 @@ impl NodeState {
             parameters,
             clock_subscription: Mutex::new(None),
             parameter_services: std::sync::OnceLock::new(),
+            type_description_service: std::sync::OnceLock::new(),
         });
         if options.start_parameter_services {
             let services = parameter_services::ParameterServices::start(&node)?;
@@ -208,6 +217,20 @@ impl NodeState {
         });
         if use_sim_time == ParameterValue::Bool(true) {
             node.apply_use_sim_time(true);
+        }
+        // As in rcl (Jazzy): a read-only parameter, given `false` as an override to turn the
+        // service off.
+        let start_type_description = node.parameters.declare(
+            "start_type_description_service",
+            true,
+            ParameterDescriptor {
+                description: "Offer ~/get_type_description".into(),
+                ..ParameterDescriptor::read_only()
+            },
+        )?;
+        if start_type_description == ParameterValue::Bool(true) {
+            let service = type_description::start(&node)?;
+            let _ = node.type_description_service.set(service);
         }
         Ok(node)
     }

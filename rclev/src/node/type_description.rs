@@ -1,0 +1,152 @@
+//! `~/get_type_description` (`type_description_interfaces/srv/GetTypeDescription`), as Jazzy
+//! nodes offer it: the REP-2016 description of any type the node uses, by type hash, so that a
+//! peer meeting an unknown type hash on the graph can learn the type.
+//!
+//! The node records the type of every endpoint it creates (messages of topics, service types)
+//! in its [`TypeCache`]; the service answers from there. As in rcl, the service is on unless
+//! the read-only parameter `start_type_description_service` is given as `false` (an override).
+//! Unlike rcl, a type stays in the cache for the node's life after its last endpoint is gone.
+//! Type sources (`include_type_sources`) are not kept: the answer has none, as rcl answers for
+//! types whose typesupport carries no sources.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use super::service::{create_service, ServiceCallback};
+use super::{NodeState, Service};
+use crate::error::Result;
+use crate::interfaces::type_description_interfaces::{msg as td, srv};
+use crate::msg::{IndividualTypeDescription, TypeDescription, TypeHash};
+use crate::sync::lock;
+
+/// The types a node uses, by hash.
+#[derive(Default)]
+pub(crate) struct TypeCache {
+    types: Mutex<HashMap<TypeHash, TypeDescription>>,
+}
+
+impl TypeCache {
+    /// Records a type the node uses.
+    pub(crate) fn register(&self, hash: TypeHash, description: TypeDescription) {
+        lock(&self.types).entry(hash).or_insert(description);
+    }
+
+    fn get(&self, hash: &TypeHash) -> Option<TypeDescription> {
+        lock(&self.types).get(hash).copied()
+    }
+}
+
+fn individual(d: &IndividualTypeDescription) -> td::IndividualTypeDescription {
+    td::IndividualTypeDescription {
+        type_name: d.type_name.to_string(),
+        fields: d
+            .fields
+            .iter()
+            .map(|f| td::Field {
+                name: f.name.to_string(),
+                r#type: td::FieldType {
+                    type_id: f.type_id,
+                    capacity: f.capacity,
+                    string_capacity: f.string_capacity,
+                    nested_type_name: f.nested_type_name.to_string(),
+                },
+                default_value: f.default_value.to_string(),
+            })
+            .collect(),
+    }
+}
+
+/// A description as the `type_description_interfaces/msg/TypeDescription` message.
+pub(crate) fn to_msg(d: &TypeDescription) -> td::TypeDescription {
+    td::TypeDescription {
+        type_description: individual(&d.type_description),
+        referenced_type_descriptions: d
+            .referenced_type_descriptions
+            .iter()
+            .map(individual)
+            .collect(),
+    }
+}
+
+/// The answer to `request` from `cache`, with rcl's failure reasons.
+fn answer(
+    cache: &TypeCache,
+    request: &srv::GetTypeDescription_Request,
+) -> srv::GetTypeDescription_Response {
+    let failure = |reason: &str| srv::GetTypeDescription_Response {
+        successful: false,
+        failure_reason: reason.to_string(),
+        ..Default::default()
+    };
+    let Some(hash) = TypeHash::parse(&request.type_hash) else {
+        return failure("Failed to parse type hash");
+    };
+    let Some(description) = cache.get(&hash) else {
+        return failure("Type not currently in use by this node");
+    };
+    if description.type_description.type_name != request.type_name {
+        return failure(
+            "Type name sent in request does not match the type name for the given hash",
+        );
+    }
+    srv::GetTypeDescription_Response {
+        successful: true,
+        type_description: to_msg(&description),
+        ..Default::default()
+    }
+}
+
+/// Offers `~/get_type_description` for `node`.
+pub(crate) fn start(node: &Arc<NodeState>) -> Result<Service<srv::GetTypeDescription>> {
+    let weak: Weak<NodeState> = Arc::downgrade(node);
+    create_service::<srv::GetTypeDescription>(
+        &node.core,
+        "~/get_type_description",
+        ServiceCallback::plain(move |request| match weak.upgrade() {
+            Some(node) => answer(&node.identity.types, &request),
+            None => srv::GetTypeDescription_Response::default(),
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interfaces::std_msgs::msg::Header;
+    use crate::msg::Message;
+
+    #[test]
+    fn answers_by_hash_with_rcls_reasons() {
+        let cache = TypeCache::default();
+        cache.register(Header::TYPE_HASH, Header::TYPE_DESCRIPTION);
+        let ask = |name: &str, hash: &str| {
+            answer(
+                &cache,
+                &srv::GetTypeDescription_Request {
+                    type_name: name.into(),
+                    type_hash: hash.into(),
+                    include_type_sources: false,
+                },
+            )
+        };
+        let ok = ask("std_msgs/msg/Header", &Header::TYPE_HASH.to_string());
+        assert!(ok.successful);
+        assert_eq!(
+            ok.type_description.type_description.type_name,
+            "std_msgs/msg/Header"
+        );
+        assert_eq!(
+            ok.type_description.referenced_type_descriptions[0].type_name,
+            "builtin_interfaces/msg/Time"
+        );
+        assert_eq!(ok.type_description.type_description.fields[0].name, "stamp");
+        let wrong_name = ask("std_msgs/msg/String", &Header::TYPE_HASH.to_string());
+        assert!(!wrong_name.successful && wrong_name.failure_reason.contains("does not match"));
+        let unknown = ask(
+            "std_msgs/msg/Header",
+            "RIHS01_0000000000000000000000000000000000000000000000000000000000000000",
+        );
+        assert!(!unknown.successful && unknown.failure_reason.contains("not currently in use"));
+        assert!(!ask("std_msgs/msg/Header", "junk").successful);
+    }
+}

@@ -1,4 +1,5 @@
-//! The `rclev` command line: demos and benchmarks.
+//! The `rclev` command line: demos, benchmarks, and (with the `dds` feature) the everyday ROS 2
+//! tools over DDS: `node`, `topic`, `service`, `param`, `action`.
 //!
 //! It is its own crate, `rclev-cli`, so that a crate depending on the `rclev` library builds
 //! none of it (nor clap, plotters, hdrhistogram, serde_json, tracing-subscriber). From the
@@ -14,11 +15,19 @@ mod bench_pubsub;
 mod bench_timers;
 mod clock;
 mod demo;
+#[cfg(feature = "dds")]
+mod graph;
+#[cfg(feature = "dds")]
+mod interrupt;
+#[cfg(feature = "dds")]
+mod param;
 mod plot;
 mod report;
 mod simtime;
 #[cfg(feature = "dds")]
 mod topic;
+#[cfg(feature = "dds")]
+mod topic_stats;
 
 #[derive(Parser)]
 #[command(
@@ -39,10 +48,26 @@ enum Command {
     /// Run a benchmark.
     #[command(subcommand)]
     Bench(BenchCommand),
-    /// Topics over DDS: echo, pub.
+    /// Topics over DDS: list, info, echo, pub, hz, bw.
     #[cfg(feature = "dds")]
     #[command(subcommand)]
     Topic(TopicCommand),
+    /// Nodes over DDS: list, info.
+    #[cfg(feature = "dds")]
+    #[command(subcommand)]
+    Node(NodeCommand),
+    /// Services over DDS: list, type.
+    #[cfg(feature = "dds")]
+    #[command(subcommand)]
+    Service(ServiceCommand),
+    /// A node's parameters over DDS: list, get, set, describe, dump.
+    #[cfg(feature = "dds")]
+    #[command(subcommand)]
+    Param(ParamCommand),
+    /// Actions over DDS: list, info.
+    #[cfg(feature = "dds")]
+    #[command(subcommand)]
+    Action(ActionCommand),
     /// One process of `bench pubsub --transport dds`, which starts it.
     #[cfg(feature = "dds")]
     #[command(hide = true)]
@@ -64,10 +89,141 @@ enum Command {
     },
 }
 
+/// Nodes on the ROS graph.
+#[cfg(feature = "dds")]
+#[derive(Subcommand)]
+enum NodeCommand {
+    /// Lists the nodes, like `ros2 node list`.
+    List,
+    /// A node's publishers, subscribers, services and actions, like `ros2 node info`.
+    Info {
+        /// The node (`/ns/name`).
+        node: String,
+        /// Show hidden topics and services (names with a component starting with `_`).
+        #[arg(long)]
+        include_hidden: bool,
+    },
+}
+
+/// Services on the ROS graph.
+#[cfg(feature = "dds")]
+#[derive(Subcommand)]
+enum ServiceCommand {
+    /// Lists the services, like `ros2 service list`.
+    List {
+        /// Show each service's type.
+        #[arg(short = 't', long)]
+        show_types: bool,
+        /// Show hidden services (an action's `_action/…`).
+        #[arg(long)]
+        include_hidden_services: bool,
+    },
+    /// A service's type.
+    Type {
+        /// The service.
+        service: String,
+    },
+}
+
+/// A node's parameters, through its parameter services.
+#[cfg(feature = "dds")]
+#[derive(Subcommand)]
+enum ParamCommand {
+    /// Lists the node's parameters.
+    List {
+        /// The node (`/ns/name`).
+        node: String,
+    },
+    /// Prints a parameter's value.
+    Get {
+        /// The node.
+        node: String,
+        /// The parameter.
+        name: String,
+    },
+    /// Sets a parameter (the value is read as YAML: `true`, `5`, `2.5`, `text`, `[1, 2]`).
+    Set {
+        /// The node.
+        node: String,
+        /// The parameter.
+        name: String,
+        /// The value.
+        value: String,
+    },
+    /// Prints a parameter's descriptor.
+    Describe {
+        /// The node.
+        node: String,
+        /// The parameter.
+        name: String,
+    },
+    /// Prints every parameter as a parameters file would hold it.
+    Dump {
+        /// The node.
+        node: String,
+    },
+}
+
+/// Actions on the ROS graph.
+#[cfg(feature = "dds")]
+#[derive(Subcommand)]
+enum ActionCommand {
+    /// Lists the actions, like `ros2 action list`.
+    List {
+        /// Show each action's type.
+        #[arg(short = 't', long)]
+        show_types: bool,
+    },
+    /// An action's servers and clients.
+    Info {
+        /// The action.
+        action: String,
+    },
+}
+
 /// Topics over DDS (ROS_DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE and ROS_STATIC_PEERS apply).
 #[cfg(feature = "dds")]
 #[derive(Subcommand)]
 enum TopicCommand {
+    /// Lists the topics, like `ros2 topic list`.
+    List {
+        /// Show each topic's type.
+        #[arg(short = 't', long)]
+        show_types: bool,
+        /// Show hidden topics (an action's `_action/…`).
+        #[arg(long)]
+        include_hidden_topics: bool,
+    },
+    /// A topic's type and how many publishers and subscriptions it has, like `ros2 topic info`.
+    Info {
+        /// The topic.
+        topic: String,
+        /// Each endpoint with its node, type hash, GID and QoS.
+        #[arg(short, long)]
+        verbose: bool,
+    },
+    /// The rate of a topic's messages, every second until Ctrl-C, like `ros2 topic hz`.
+    Hz {
+        /// The topic.
+        topic: String,
+        /// Messages in the rolling window.
+        #[arg(short, long, default_value_t = 10_000)]
+        window: usize,
+        /// Exit after this many reports.
+        #[arg(long)]
+        reports: Option<u64>,
+    },
+    /// The bandwidth a topic's messages take, every second until Ctrl-C, like `ros2 topic bw`.
+    Bw {
+        /// The topic.
+        topic: String,
+        /// Messages in the rolling window.
+        #[arg(short, long, default_value_t = 100)]
+        window: usize,
+        /// Exit after this many reports.
+        #[arg(long)]
+        reports: Option<u64>,
+    },
     /// Prints the messages on a topic as YAML, like `ros2 topic echo`.
     Echo {
         /// The topic (`/chatter`, or relative to `/`).
@@ -286,6 +442,53 @@ fn run() -> anyhow_free::Result {
                 }),
             })
         }
+        #[cfg(feature = "dds")]
+        Command::Topic(TopicCommand::List {
+            show_types,
+            include_hidden_topics,
+        }) => graph::topic_list(show_types, include_hidden_topics),
+        #[cfg(feature = "dds")]
+        Command::Topic(TopicCommand::Info { topic, verbose }) => graph::topic_info(&topic, verbose),
+        #[cfg(feature = "dds")]
+        Command::Topic(TopicCommand::Hz {
+            topic,
+            window,
+            reports,
+        }) => topic_stats::run(&topic, topic_stats::Stat::Rate, window, reports),
+        #[cfg(feature = "dds")]
+        Command::Topic(TopicCommand::Bw {
+            topic,
+            window,
+            reports,
+        }) => topic_stats::run(&topic, topic_stats::Stat::Bandwidth, window, reports),
+        #[cfg(feature = "dds")]
+        Command::Node(NodeCommand::List) => graph::node_list(),
+        #[cfg(feature = "dds")]
+        Command::Node(NodeCommand::Info {
+            node,
+            include_hidden,
+        }) => graph::node_info(&node, include_hidden),
+        #[cfg(feature = "dds")]
+        Command::Service(ServiceCommand::List {
+            show_types,
+            include_hidden_services,
+        }) => graph::service_list(show_types, include_hidden_services),
+        #[cfg(feature = "dds")]
+        Command::Service(ServiceCommand::Type { service }) => graph::service_type(&service),
+        #[cfg(feature = "dds")]
+        Command::Param(ParamCommand::List { node }) => param::list(&node),
+        #[cfg(feature = "dds")]
+        Command::Param(ParamCommand::Get { node, name }) => param::get(&node, &name),
+        #[cfg(feature = "dds")]
+        Command::Param(ParamCommand::Set { node, name, value }) => param::set(&node, &name, &value),
+        #[cfg(feature = "dds")]
+        Command::Param(ParamCommand::Describe { node, name }) => param::describe(&node, &name),
+        #[cfg(feature = "dds")]
+        Command::Param(ParamCommand::Dump { node }) => param::dump(&node),
+        #[cfg(feature = "dds")]
+        Command::Action(ActionCommand::List { show_types }) => graph::action_list(show_types),
+        #[cfg(feature = "dds")]
+        Command::Action(ActionCommand::Info { action }) => graph::action_info(&action),
         #[cfg(feature = "dds")]
         Command::BenchDdsRole(args) => bench_dds::role(args),
         Command::Bench(BenchCommand::Pubsub {

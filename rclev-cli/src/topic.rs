@@ -20,7 +20,7 @@ use rclev_dds::DdsTransport;
 use crate::anyhow_free::Result;
 
 /// The type `pkg/msg/Name` among those rclev knows.
-fn known_type(name: &str) -> Result<TypeInfo> {
+pub(crate) fn known_type(name: &str) -> Result<TypeInfo> {
     rclev::interfaces::MESSAGE_TYPES
         .iter()
         .find(|t| t.type_name == name)
@@ -45,7 +45,7 @@ fn deserialize_unsupported(_: &[u8]) -> rclev::Result<Arc<dyn Any + Send + Sync>
     ))
 }
 
-fn type_support(info: TypeInfo) -> TypeSupport {
+pub(crate) fn type_support(info: TypeInfo) -> TypeSupport {
     TypeSupport {
         info,
         rust_type: TypeId::of::<DynamicMessage>(),
@@ -56,11 +56,11 @@ fn type_support(info: TypeInfo) -> TypeSupport {
 }
 
 /// `chatter` → `/chatter` (the CLI's node lives in `/`), checked by ROS 2's naming rules.
-fn absolute(topic: &str) -> Result<String> {
+pub(crate) fn absolute(topic: &str) -> Result<String> {
     Ok(rclev::expand_topic_name(topic, "/", "rclev")?)
 }
 
-fn cli_node(transport: &DdsTransport, what: &str) -> Result<Arc<dyn NodePort>> {
+pub(crate) fn cli_node(transport: &DdsTransport, what: &str) -> Result<Arc<dyn NodePort>> {
     Ok(transport.create_node(&NodeName {
         name: format!("rclev_{what}_{}", std::process::id()),
         namespace: "/".into(),
@@ -68,7 +68,11 @@ fn cli_node(transport: &DdsTransport, what: &str) -> Result<Arc<dyn NodePort>> {
 }
 
 /// Waits up to `limit` for a publisher on `topic` and returns its type.
-fn discover_type(transport: &DdsTransport, topic: &str, limit: Duration) -> Result<String> {
+pub(crate) fn discover_type(
+    transport: &DdsTransport,
+    topic: &str,
+    limit: Duration,
+) -> Result<String> {
     let deadline = Instant::now() + limit;
     loop {
         let graph = transport.graph();
@@ -91,7 +95,7 @@ fn discover_type(transport: &DdsTransport, topic: &str, limit: Duration) -> Resu
 }
 
 /// Wakes the echo loop.
-struct Wake(mpsc::SyncSender<()>);
+pub(crate) struct Wake(pub(crate) mpsc::SyncSender<()>);
 
 impl ReadyHook for Wake {
     fn ready(&self) {
@@ -101,6 +105,7 @@ impl ReadyHook for Wake {
 
 /// `rclev topic echo`.
 pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>) -> Result {
+    crate::interrupt::install();
     let topic = absolute(topic)?;
     let transport = DdsTransport::from_env()?;
     let node = cli_node(&transport, "echo")?;
@@ -135,7 +140,7 @@ pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>
     let limit = if once { Some(1) } else { count };
     let mut printed = 0u64;
     let mut batch = Vec::new();
-    loop {
+    while !crate::interrupt::interrupted() {
         let _ = rx.recv_timeout(Duration::from_millis(500));
         loop {
             let more = sub.take_payloads(16, &mut batch);
@@ -159,6 +164,7 @@ pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>
             }
         }
     }
+    Ok(())
 }
 
 /// Options of `rclev topic pub`.
@@ -179,6 +185,7 @@ pub struct PubOptions<'a> {
 
 /// `rclev topic pub`.
 pub fn publish(o: PubOptions<'_>) -> Result {
+    crate::interrupt::install();
     let topic = absolute(o.topic)?;
     let info = known_type(o.type_name)?;
     let msg = from_yaml(&info, o.values)?;
@@ -200,6 +207,9 @@ pub fn publish(o: PubOptions<'_>) -> Result {
             o.wait_matching
         );
         while publisher.subscription_count() < o.wait_matching {
+            if crate::interrupt::interrupted() {
+                return Ok(());
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -207,7 +217,7 @@ pub fn publish(o: PubOptions<'_>) -> Result {
     let period = Duration::from_secs_f64(1.0 / o.rate.max(1e-3));
     let mut next = Instant::now();
     let mut n = 0u64;
-    while o.times.is_none_or(|t| n < t) {
+    while o.times.is_none_or(|t| n < t) && !crate::interrupt::interrupted() {
         n += 1;
         publisher
             .publish(Payload::Serialized(Box::new(cdr.clone())))
@@ -217,7 +227,13 @@ pub fn publish(o: PubOptions<'_>) -> Result {
         if o.times.is_some_and(|t| n >= t) {
             break;
         }
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        // In slices, so that Ctrl-C is seen soon at low rates.
+        while Instant::now() < next && !crate::interrupt::interrupted() {
+            std::thread::sleep(
+                next.saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(100)),
+            );
+        }
     }
     // Reliable delivery of the last message needs the writer a moment longer.
     std::thread::sleep(Duration::from_millis(500));

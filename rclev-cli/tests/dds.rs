@@ -158,3 +158,178 @@ fn a_topic_name_ros_2_refuses_is_a_clear_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Runs `rclev <args>` to its end and returns its stdout (panics if it failed).
+fn run_ok(args: &[&str]) -> String {
+    let mut c = rclev();
+    c.args(args);
+    output(c, LIMIT)
+}
+
+/// Runs `rclev <args>`, expecting it to fail; returns its stderr.
+fn run_err(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_rclev"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "rclev {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+/// Runs `rclev <args>` until it succeeds with every one of `needles` in its output (at most
+/// 10 times: peers still starting, or heard only at their next announcement), and returns
+/// that output.
+fn run_until(args: &[&str], needles: &[&str]) -> String {
+    for _ in 0..10 {
+        let out = Command::new(env!("CARGO_BIN_EXE_rclev"))
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if out.status.success() && needles.iter().all(|n| text.contains(n)) {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // The last try again, failing with its output.
+    run_ok(args)
+}
+
+fn assert_has(out: &str, line: &str) {
+    assert!(out.contains(line), "{line:?} missing from:\n{out}");
+}
+
+/// `node`, `topic list|info|hz|bw`, `service` and `param` against a real rclpy node.
+#[test]
+fn graph_and_param_verbs_against_an_rclpy_node() {
+    in_netns("graph_and_param_verbs_against_an_rclpy_node", LIMIT, || {
+        let server = Peer::start("rclpy_peer.py", &["param_server", "60"]);
+        let talker = Peer::start(
+            "rclpy_peer.py",
+            &["talker", "chatter", "string", "3000", "10", "0"],
+        );
+        // The peers take a moment to start (Python imports): look until they are up.
+        let nodes = run_until(
+            &["node", "list"],
+            &["/rclpy_param_server\n", "/rclpy_talker\n"],
+        );
+        assert_has(&nodes, "/rclpy_param_server\n");
+        assert_has(&nodes, "/rclpy_talker\n");
+        let info = run_until(
+            &["node", "info", "/rclpy_param_server"],
+            &["get_parameters"],
+        );
+        assert_has(&info, "/rclpy_param_server\n  Subscribers:\n    /parameter_events: rcl_interfaces/msg/ParameterEvent\n  Publishers:");
+        assert_has(
+            &info,
+            "    /rclpy_param_server/get_parameters: rcl_interfaces/srv/GetParameters\n",
+        );
+        assert_has(
+            &run_err(&["node", "info", "/nobody"]),
+            "Unable to find node '/nobody'",
+        );
+
+        let topics = run_until(&["topic", "list", "-t"], &["/chatter"]);
+        assert_has(&topics, "/chatter [std_msgs/msg/String]\n");
+        assert_has(
+            &topics,
+            "/parameter_events [rcl_interfaces/msg/ParameterEvent]\n",
+        );
+        let info = run_until(
+            &["topic", "info", "/chatter", "-v"],
+            &["Node name: rclpy_talker"],
+        );
+        assert_has(&info, "Type: std_msgs/msg/String\n");
+        assert_has(&info, "Publisher count: 1\n");
+        assert_has(&info, "Node name: rclpy_talker\n");
+        assert_has(&info, "Endpoint type: PUBLISHER\n");
+        assert_has(&info, "  Reliability: RELIABLE\n");
+        let hz = run_ok(&["topic", "hz", "/chatter", "--reports", "2"]);
+        assert_has(&hz, "average rate: ");
+        assert_has(&hz, "window: ");
+        let bw = run_ok(&["topic", "bw", "/chatter", "--reports", "1"]);
+        assert_has(&bw, "Subscribed to [/chatter]\n");
+        assert_has(&bw, "Message size mean: 32 B");
+
+        let services = run_until(
+            &["service", "list", "-t"],
+            &["/rclpy_param_server/set_parameters"],
+        );
+        assert_has(
+            &services,
+            "/rclpy_param_server/set_parameters [rcl_interfaces/srv/SetParameters]\n",
+        );
+        assert_eq!(
+            run_ok(&["service", "type", "/rclpy_param_server/list_parameters"]),
+            "rcl_interfaces/srv/ListParameters\n"
+        );
+
+        let list = run_ok(&["param", "list", "/rclpy_param_server"]);
+        assert_has(&list, "  gain\n  label\n");
+        assert_eq!(
+            run_ok(&["param", "get", "/rclpy_param_server", "gain"]),
+            "Integer value is: 3\n"
+        );
+        assert_eq!(
+            run_ok(&["param", "set", "/rclpy_param_server", "gain", "9"]),
+            "Set parameter successful\n"
+        );
+        assert_has(
+            &run_err(&["param", "set", "/rclpy_param_server", "gain", "7"]),
+            "Setting parameter failed: seven is unlucky",
+        );
+        assert_eq!(
+            run_ok(&["param", "get", "rclpy_param_server", "gain"]),
+            "Integer value is: 9\n"
+        );
+        assert_has(
+            &run_ok(&["param", "describe", "/rclpy_param_server", "gain"]),
+            "Parameter name: gain\n  Type: integer\n",
+        );
+        let dump = run_ok(&["param", "dump", "/rclpy_param_server"]);
+        assert_has(&dump, "/rclpy_param_server:\n  ros__parameters:\n");
+        assert_has(&dump, "    gain: 9\n    label: 'rclpy'\n");
+        assert_has(
+            &run_err(&["param", "get", "/nobody", "gain"]),
+            "Node not found: /nobody",
+        );
+        drop(talker);
+        assert_has(&server.interrupt(LIMIT), "param_server: gain=9");
+    });
+}
+
+/// `action list|info` against an rclpy action server, and Ctrl-C ending `topic echo` and
+/// `topic hz` cleanly (exit status 0).
+#[test]
+fn action_verbs_and_ctrl_c() {
+    in_netns("action_verbs_and_ctrl_c", LIMIT, || {
+        let server = Peer::start("rclpy_peer.py", &["action_server", "fib"]);
+        let listed = run_until(&["action", "list", "-t"], &["/fib"]);
+        assert_has(&listed, "/fib [test_msgs/action/Fibonacci]\n");
+        let info = run_until(&["action", "info", "/fib"], &["/rclpy_action_server"]);
+        assert_has(
+            &info,
+            "Action: /fib\nAction clients: 0\nAction servers: 1\n    /rclpy_action_server\n",
+        );
+        assert_has(
+            &run_err(&["action", "info", "/nothing"]),
+            "Unknown action '/nothing'",
+        );
+        drop(server);
+        for args in [
+            &["topic", "echo", "/quiet", "std_msgs/msg/String"][..],
+            &["topic", "pub", "/quiet", "std_msgs/msg/String", "{data: x}"][..],
+        ] {
+            let child = rclev().args(args).spawn().unwrap();
+            std::thread::sleep(Duration::from_secs(2));
+            // SAFETY: kill(2) on a child we spawned and have not reaped yet.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "rclev {args:?} after Ctrl-C: {}",
+                out.status
+            );
+        }
+    });
+}

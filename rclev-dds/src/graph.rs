@@ -288,6 +288,38 @@ impl GraphCache {
         }
     }
 
+    /// How many other participants are alive.
+    pub fn participant_count(&self) -> usize {
+        self.state().participants.len()
+    }
+
+    /// Whether discovery has caught up with what the peers announced: every other participant
+    /// alive has sent its `ros_discovery_info`, every reader and writer listed there has been
+    /// discovered, and every one discovered is listed. (A participant that never sends one — a bare DDS program — keeps this
+    /// false.) Tools wait on it before printing the graph.
+    pub fn settled(&self) -> bool {
+        let s = self.state();
+        s.participants.keys().all(|p| {
+            let key = prefix(&Gid(*p));
+            let Some(nodes) = s.remote_nodes.get(&key) else {
+                return false;
+            };
+            let listed = || {
+                nodes
+                    .iter()
+                    .flat_map(|n| n.readers.iter().chain(&n.writers))
+            };
+            // Both views agree: every endpoint listed is discovered, and every endpoint
+            // discovered of this participant is listed (its newest sample may lag its newest
+            // endpoints).
+            listed().all(|gid| s.remote.contains_key(gid))
+                && s.remote
+                    .keys()
+                    .filter(|gid| prefix(gid) == key)
+                    .all(|gid| listed().any(|l| l == gid))
+        })
+    }
+
     fn is_own(&self, guid: &[u8; 16]) -> bool {
         self.own_prefix.get().is_some_and(|p| guid[..12] == p[..])
     }
@@ -459,6 +491,7 @@ mod tests {
         g.remote_entities(info.clone());
         assert!(g.snapshot().nodes.is_empty());
         g.participant(&participant(1, true));
+        assert!(!g.settled(), "no ros_discovery_info from participant 1 yet");
         let mut rx = g.notifier().subscribe();
         g.remote_entities(info.clone());
         assert!(rx.has_changed().unwrap());
@@ -466,6 +499,10 @@ mod tests {
         // The same state again is no change.
         g.remote_entities(info);
         assert!(!rx.has_changed().unwrap());
+        assert!(
+            !g.settled(),
+            "a discovered reader that no node of participant 1 lists"
+        );
         let snap = g.snapshot();
         assert_eq!(snap.nodes, [node("talker", "/robot")]);
         let publisher = &snap.endpoints_of("/chatter", EndpointKind::Publisher)[0];
@@ -482,8 +519,31 @@ mod tests {
             }],
         });
         assert_eq!(g.snapshot().nodes.len(), 1);
+        // A node listing a reader discovery has not reported yet: not settled.
+        let mut pending = Gid([1; 16]);
+        pending.0[15] = 0x07;
+        g.remote_entities(ParticipantEntities {
+            gid: Gid([1; 16]),
+            nodes: vec![NodeEntities {
+                node: node("talker", "/robot"),
+                readers: vec![pending],
+                writers: vec![Gid(talker.guid)],
+            }],
+        });
+        assert!(!g.settled());
+        // Both views agree: settled.
+        g.remote_entities(ParticipantEntities {
+            gid: Gid([1; 16]),
+            nodes: vec![NodeEntities {
+                node: node("talker", "/robot"),
+                readers: vec![Gid(stranger.guid)],
+                writers: vec![Gid(talker.guid)],
+            }],
+        });
+        assert!(g.settled());
         g.participant(&participant(1, false));
         assert!(g.snapshot().nodes.is_empty());
+        assert!(g.settled());
     }
 
     #[test]

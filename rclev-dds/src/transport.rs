@@ -83,6 +83,19 @@ impl DdsTransport {
         Ok(Context::with_transport(Arc::new(Self::from_env()?)))
     }
 
+    /// Whether discovery has caught up with what the peers announced: every other participant
+    /// has sent its `ros_discovery_info`, and every endpoint listed there is discovered. Tools
+    /// wait for it (on [`Transport::graph_changes`]) before printing the graph; a bare DDS
+    /// participant, which sends none, keeps it false.
+    pub fn graph_settled(&self) -> bool {
+        self.shared.graph.settled()
+    }
+
+    /// How many other participants (processes, usually) discovery has found alive.
+    pub fn participant_count(&self) -> usize {
+        self.shared.graph.participant_count()
+    }
+
     /// The participant's GUID (its GUID prefix and entity id `000001c1`).
     pub fn participant_guid(&self) -> [u8; 16] {
         self.shared.guid

@@ -1,0 +1,186 @@
+//! `rclev topic hz` and `rclev topic bw`: rolling statistics of a topic's messages, printed
+//! every second as `ros2 topic hz|bw` print them, until Ctrl-C. Only arrival times and sizes
+//! are needed, so messages are not decoded.
+
+use std::collections::VecDeque;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant, SystemTime};
+
+use rclev::transport::{Payload, TopicEndpoint};
+use rclev::QoSProfile;
+use rclev_dds::DdsTransport;
+
+use crate::anyhow_free::Result;
+use crate::topic::{absolute, cli_node, discover_type, known_type, type_support, Wake};
+
+/// What is measured.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    /// Message rate (`hz`).
+    Rate,
+    /// Bandwidth (`bw`).
+    Bandwidth,
+}
+
+/// A rolling window of arrivals (reception time, serialized size).
+struct Window {
+    arrivals: VecDeque<(SystemTime, usize)>,
+    size: usize,
+}
+
+impl Window {
+    fn push(&mut self, at: SystemTime, bytes: usize) {
+        self.arrivals.push_back((at, bytes));
+        while self.arrivals.len() > self.size {
+            self.arrivals.pop_front();
+        }
+    }
+
+    /// `average rate: …` and its interval statistics, or `None` before two messages.
+    fn rate_report(&self) -> Option<String> {
+        let times: Vec<SystemTime> = self.arrivals.iter().map(|(t, _)| *t).collect();
+        let gaps: Vec<f64> = times
+            .windows(2)
+            .map(|w| w[1].duration_since(w[0]).unwrap_or_default().as_secs_f64())
+            .collect();
+        if gaps.is_empty() {
+            return None;
+        }
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<f64>() / n;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n;
+        let min = gaps.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = gaps.iter().copied().fold(0.0, f64::max);
+        Some(format!(
+            "average rate: {:.3}\n\tmin: {min:.3}s max: {max:.3}s std dev: {:.5}s window: {}",
+            1.0 / mean,
+            var.sqrt(),
+            gaps.len() + 1
+        ))
+    }
+
+    /// `… B/s from n messages` and the size statistics, or `None` before two messages.
+    fn bandwidth_report(&self) -> Option<String> {
+        let (first, _) = *self.arrivals.front()?;
+        let (last, _) = *self.arrivals.back()?;
+        let span = last.duration_since(first).unwrap_or_default().as_secs_f64();
+        if self.arrivals.len() < 2 || span <= 0.0 {
+            return None;
+        }
+        let sizes: Vec<usize> = self.arrivals.iter().map(|(_, s)| *s).collect();
+        let total: usize = sizes.iter().sum();
+        let n = sizes.len();
+        Some(format!(
+            "{} from {n} messages\n\tMessage size mean: {} min: {} max: {}",
+            per_second(total as f64 / span),
+            bytes_text(total as f64 / n as f64),
+            bytes_text(*sizes.iter().min().unwrap_or(&0) as f64),
+            bytes_text(*sizes.iter().max().unwrap_or(&0) as f64),
+        ))
+    }
+}
+
+fn bytes_text(b: f64) -> String {
+    if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.2} KB", b / 1e3)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+fn per_second(b: f64) -> String {
+    format!("{}/s", bytes_text(b))
+}
+
+/// `rclev topic hz|bw <topic>`: reports every second until Ctrl-C (or `reports` reports).
+pub fn run(topic: &str, stat: Stat, window: usize, reports: Option<u64>) -> Result {
+    crate::interrupt::install();
+    let topic = absolute(topic)?;
+    let transport = DdsTransport::from_env()?;
+    let node = cli_node(&transport, "stats")?;
+    let type_name = discover_type(&transport, &topic, Duration::from_secs(5))?;
+    let info = known_type(&type_name)?;
+    let (tx, rx) = mpsc::sync_channel(1);
+    let sub = node.create_subscription(
+        &TopicEndpoint {
+            name: topic.clone(),
+            type_support: type_support(info),
+            qos: QoSProfile::best_available(),
+            // Each message's reception time (Fast DDS's timestamp), not when this loop
+            // took it: the rate of a burst taken at once is still right.
+            reads_message_info: true,
+        },
+        Arc::new(Wake(tx)),
+        Arc::new(()),
+    )?;
+    if stat == Stat::Bandwidth {
+        println!("Subscribed to [{topic}]");
+    }
+    let mut window = Window {
+        arrivals: VecDeque::new(),
+        size: window.max(2),
+    };
+    let mut batch = Vec::new();
+    let mut next_report = Instant::now() + Duration::from_secs(1);
+    let mut reported = 0u64;
+    while !crate::interrupt::interrupted() && reports.is_none_or(|r| reported < r) {
+        let wait = next_report.saturating_duration_since(Instant::now());
+        let _ = rx.recv_timeout(wait.min(Duration::from_millis(500)));
+        let now = Instant::now();
+        loop {
+            let more = sub.take_batch(64, &mut batch);
+            for (payload, info) in batch.drain(..) {
+                if let Payload::Serialized(bytes) = payload {
+                    window.push(info.received_timestamp, bytes.len());
+                }
+            }
+            if !more {
+                break;
+            }
+        }
+        if now >= next_report {
+            next_report += Duration::from_secs(1);
+            let report = match stat {
+                Stat::Rate => window.rate_report(),
+                Stat::Bandwidth => window.bandwidth_report(),
+            };
+            match report {
+                Some(r) => {
+                    println!("{r}");
+                    reported += 1;
+                }
+                None => println!("no new messages"),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_from_a_regular_stream() {
+        let start = SystemTime::now();
+        let mut w = Window {
+            arrivals: VecDeque::new(),
+            size: 100,
+        };
+        assert!(w.rate_report().is_none());
+        for i in 0..11 {
+            w.push(start + Duration::from_millis(100 * i), 32);
+        }
+        let rate = w.rate_report().unwrap();
+        assert!(rate.starts_with("average rate: 10.000"), "{rate}");
+        assert!(rate.contains("window: 11"), "{rate}");
+        let bw = w.bandwidth_report().unwrap();
+        assert!(bw.starts_with("352 B/s from 11 messages"), "{bw}");
+        assert!(bw.contains("mean: 32 B"), "{bw}");
+        w.size = 3;
+        w.push(start + Duration::from_secs(2), 64);
+        assert_eq!(w.arrivals.len(), 3);
+    }
+}

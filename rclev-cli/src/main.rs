@@ -17,12 +17,15 @@ mod clock;
 mod demo;
 #[cfg(feature = "dds")]
 mod graph;
+mod interface;
 #[cfg(feature = "dds")]
 mod interrupt;
 #[cfg(feature = "dds")]
 mod param;
 mod plot;
 mod report;
+#[cfg(feature = "dds")]
+mod service_call;
 mod simtime;
 #[cfg(feature = "dds")]
 mod topic;
@@ -48,6 +51,9 @@ enum Command {
     /// Run a benchmark.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// The interface definitions rclev knows: list, show.
+    #[command(subcommand)]
+    Interface(InterfaceCommand),
     /// Topics over DDS: list, info, echo, pub, hz, bw.
     #[cfg(feature = "dds")]
     #[command(subcommand)]
@@ -56,7 +62,7 @@ enum Command {
     #[cfg(feature = "dds")]
     #[command(subcommand)]
     Node(NodeCommand),
-    /// Services over DDS: list, type.
+    /// Services over DDS: list, type, call.
     #[cfg(feature = "dds")]
     #[command(subcommand)]
     Service(ServiceCommand),
@@ -122,6 +128,17 @@ enum ServiceCommand {
     Type {
         /// The service.
         service: String,
+    },
+    /// Calls a service once with a request given as YAML, like `ros2 service call`.
+    Call {
+        /// The service.
+        service: String,
+        /// The service type (`example_interfaces/srv/AddTwoInts`).
+        #[arg(value_name = "TYPE")]
+        type_name: String,
+        /// The request as YAML (`"{a: 1, b: 2}"`); fields left out keep their defaults.
+        #[arg(default_value = "{}")]
+        values: String,
     },
 }
 
@@ -262,6 +279,18 @@ enum TopicCommand {
         /// --times, else 0).
         #[arg(short, long)]
         wait_matching_subscriptions: Option<usize>,
+    },
+}
+
+/// Interface definitions.
+#[derive(Subcommand)]
+enum InterfaceCommand {
+    /// Every interface rclev knows (`pkg/msg/Name`, `pkg/srv/Name`, `pkg/action/Name`).
+    List,
+    /// An interface's definition with its nested types expanded, like `ros2 interface show`.
+    Show {
+        /// `pkg/msg/Name`, `pkg/srv/Name` or `pkg/action/Name`.
+        name: String,
     },
 }
 
@@ -411,6 +440,8 @@ fn run() -> anyhow_free::Result {
             demo::talker_listener(secs, rate)
         }
         Command::Demo(DemoCommand::Fibonacci { order, step_ms }) => demo::fibonacci(order, step_ms),
+        Command::Interface(InterfaceCommand::List) => interface::list(),
+        Command::Interface(InterfaceCommand::Show { name }) => interface::show(&name),
         #[cfg(feature = "dds")]
         Command::Topic(TopicCommand::Echo {
             topic,
@@ -475,6 +506,12 @@ fn run() -> anyhow_free::Result {
         }) => graph::service_list(show_types, include_hidden_services),
         #[cfg(feature = "dds")]
         Command::Service(ServiceCommand::Type { service }) => graph::service_type(&service),
+        #[cfg(feature = "dds")]
+        Command::Service(ServiceCommand::Call {
+            service,
+            type_name,
+            values,
+        }) => service_call::call(&service, &type_name, &values),
         #[cfg(feature = "dds")]
         Command::Param(ParamCommand::List { node }) => param::list(&node),
         #[cfg(feature = "dds")]

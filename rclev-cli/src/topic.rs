@@ -434,7 +434,7 @@ fn quote(s: &str) -> String {
 }
 
 /// A message on one line (`{data: hello}`), for `topic pub`'s log.
-fn to_flow_yaml(msg: &DynamicMessage) -> String {
+pub(crate) fn to_flow_yaml(msg: &DynamicMessage) -> String {
     to_flow_value(&Value::Message(msg.clone()))
 }
 

@@ -264,6 +264,17 @@ fn graph_and_param_verbs_against_an_rclpy_node() {
             "rcl_interfaces/srv/ListParameters\n"
         );
 
+        let call = run_ok(&[
+            "service",
+            "call",
+            "/rclpy_param_server/get_parameters",
+            "rcl_interfaces/srv/GetParameters",
+            "{names: [label]}",
+        ]);
+        assert_has(&call, "requester: making request: {names: [label]}\n");
+        assert_has(&call, "response:\nvalues:\n- type: 4\n");
+        assert_has(&call, "  string_value: rclpy\n");
+
         let list = run_ok(&["param", "list", "/rclpy_param_server"]);
         assert_has(&list, "  gain\n  label\n");
         assert_eq!(
@@ -332,4 +343,60 @@ fn action_verbs_and_ctrl_c() {
             );
         }
     });
+}
+
+/// `rclev interface show` prints the definitions of the files the ROS 2 Jazzy wheels ship (the
+/// oracle venv's `share/`): the same fields, constants and defaults line for line (rclev vendors
+/// them without comments), with nested types expanded below them.
+#[test]
+fn interface_show_prints_the_official_definitions() {
+    let share = common::python()
+        .parent()
+        .and_then(|bin| bin.parent())
+        .unwrap()
+        .join("share");
+    // Definition lines: comments, blank lines and runs of spaces left out.
+    let contract = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| {
+                l.split('#')
+                    .next()
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    for name in [
+        "std_msgs/msg/String",
+        "geometry_msgs/msg/PoseStamped",
+        "rcl_interfaces/msg/Log",
+        "rcl_interfaces/srv/SetParameters",
+        "action_msgs/srv/CancelGoal",
+        "sensor_msgs/msg/Imu",
+    ] {
+        let kind = name.split('/').nth(1).unwrap();
+        let official = std::fs::read_to_string(share.join(format!("{name}.{kind}")))
+            .unwrap_or_else(|e| panic!("{name}: {e} (bash .ci/oracles installs the venv)"));
+        let shown = run_ok(&["interface", "show", name]);
+        // The top level: lines not indented (nested types are, by a tab per level).
+        let top: String = shown
+            .lines()
+            .filter(|l| !l.starts_with('\t'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(contract(&top), contract(&official), "{name}:\n{shown}");
+    }
+    let pose = run_ok(&["interface", "show", "geometry_msgs/msg/PoseStamped"]);
+    assert_has(
+        &pose,
+        "std_msgs/Header header\n\tbuiltin_interfaces/Time stamp\n\t\tint32 sec\n",
+    );
+    assert!(run_ok(&["interface", "list"]).contains("std_msgs/msg/String\n"));
+    assert_has(
+        &run_err(&["interface", "show", "nope/msg/Nope"]),
+        "Unknown interface",
+    );
 }

@@ -57,7 +57,8 @@ pub use node::{
     SubscriptionStream, Worker, WorkerState,
 };
 pub use parameter::{
-    Parameter, ParameterDescriptor, ParameterError, ParameterValue, SetCallbackHandle,
+    Parameter, ParameterBuilder, ParameterChange, ParameterDescriptor, ParameterError,
+    ParameterType, ParameterValue, SetCallbackHandle, TypedParameter,
 };
 pub use qos::{
     Delivery, Durability, History, IntoPrimitiveOptions, Liveliness, PrimitiveOptions, QoSProfile,

@@ -99,7 +99,7 @@ impl NodeIdentity {
 pub struct NodeState {
     identity: Arc<NodeIdentity>,
     pub(crate) core: Arc<WorkerCore>,
-    parameters: Parameters,
+    parameters: Arc<Parameters>,
     logger: Logger,
     /// The `/clock` subscription while `use_sim_time` is on.
     clock_subscription: Mutex<Option<Subscription<crate::interfaces::rosgraph_msgs::msg::Clock>>>,
@@ -164,7 +164,7 @@ impl NodeState {
                 identity.name
             )
         };
-        let parameters = Parameters::with_overrides(overrides);
+        let parameters = Arc::new(Parameters::with_overrides(overrides));
         if options.start_parameter_event_publisher {
             let events = PublisherState::create(
                 &core,
@@ -301,6 +301,29 @@ impl NodeState {
         Ok(self
             .parameters
             .declare(name, default, ParameterDescriptor::default())?)
+    }
+
+    /// Declares a parameter of Rust type `T` through a builder, and returns a typed handle:
+    ///
+    /// ```
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_node("robot").unwrap();
+    /// let gain = node
+    ///     .declare_typed_parameter::<f64>("gain")
+    ///     .default(0.5)
+    ///     .range(0.0, 1.0, 0.0)
+    ///     .description("loop gain")
+    ///     .declare()
+    ///     .unwrap();
+    /// assert_eq!(gain.get(), 0.5);
+    /// gain.set(0.75).unwrap();
+    /// assert!(gain.set(2.0).is_err());
+    /// ```
+    pub fn declare_typed_parameter<T: crate::parameter::ParameterType>(
+        &self,
+        name: &str,
+    ) -> crate::parameter::ParameterBuilder<T> {
+        crate::parameter::ParameterBuilder::new(self.parameters.clone(), name)
     }
 
     /// Declares a parameter with a descriptor (read-only, ranges, dynamic typing).

@@ -6,6 +6,8 @@
 //! - `descriptor.rs`: [`ParameterDescriptor`] and its [`Range`]s, and the checks a value must
 //!   pass; `range.rs` holds the range arithmetic.
 //! - `store.rs`: [`Parameters`], a node's store: declare, get, set, set-callbacks.
+//! - `typed.rs`: [`TypedParameter`], declared with a [`ParameterBuilder`]: the same store,
+//!   read and set as a Rust type.
 //! - `args.rs`: `--ros-args` parsing ([`parse_ros_args`]).
 //! - `wire.rs`: the `rcl_interfaces` messages of values, parameters and descriptors (what the
 //!   parameter services and `/parameter_events` carry).
@@ -14,12 +16,14 @@ mod args;
 mod descriptor;
 mod range;
 mod store;
+mod typed;
 mod value;
 mod wire;
 
 pub use args::{parse_ros_args, ValueParseError};
 pub use descriptor::{ParameterDescriptor, Range};
 pub use store::{ParameterChange, Parameters, SetCallbackHandle, SetParametersResult};
+pub use typed::{ParameterBuilder, ParameterType, TypedParameter};
 pub use value::{Parameter, ParameterValue};
 
 pub use crate::error::ParameterError;

@@ -165,6 +165,11 @@ impl Parameters {
         undeclarable(&lock(&self.store), name)
     }
 
+    /// The override given at node creation for `name`, if any.
+    pub(crate) fn override_of(&self, name: &str) -> Option<ParameterValue> {
+        lock(&self.store).overrides.get(name).cloned()
+    }
+
     /// Whether `name` is declared.
     pub fn has(&self, name: &str) -> bool {
         lock(&self.store).declared.contains_key(name)

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 #[cfg(feature = "dds")]
+mod action_goal;
+#[cfg(feature = "dds")]
 mod bench_dds;
 mod bench_pubsub;
 mod bench_timers;
@@ -17,6 +19,8 @@ mod clock;
 mod demo;
 #[cfg(feature = "dds")]
 mod graph;
+#[cfg(feature = "dds")]
+mod installed_types;
 mod interface;
 #[cfg(feature = "dds")]
 mod interrupt;
@@ -70,7 +74,7 @@ enum Command {
     #[cfg(feature = "dds")]
     #[command(subcommand)]
     Param(ParamCommand),
-    /// Actions over DDS: list, info.
+    /// Actions over DDS: list, info, send_goal.
     #[cfg(feature = "dds")]
     #[command(subcommand)]
     Action(ActionCommand),
@@ -195,6 +199,21 @@ enum ActionCommand {
     Info {
         /// The action.
         action: String,
+    },
+    /// Sends a goal given as YAML and prints the result, like `ros2 action send_goal`.
+    #[command(name = "send_goal")]
+    SendGoal {
+        /// The action.
+        action: String,
+        /// The action type (`example_interfaces/action/Fibonacci`).
+        #[arg(value_name = "TYPE")]
+        type_name: String,
+        /// The goal as YAML (`"{order: 5}"`); fields left out keep their defaults.
+        #[arg(default_value = "{}")]
+        values: String,
+        /// Print the goal's feedback as it comes.
+        #[arg(short, long)]
+        feedback: bool,
     },
 }
 
@@ -526,6 +545,13 @@ fn run() -> anyhow_free::Result {
         Command::Action(ActionCommand::List { show_types }) => graph::action_list(show_types),
         #[cfg(feature = "dds")]
         Command::Action(ActionCommand::Info { action }) => graph::action_info(&action),
+        #[cfg(feature = "dds")]
+        Command::Action(ActionCommand::SendGoal {
+            action,
+            type_name,
+            values,
+            feedback,
+        }) => action_goal::send_goal(&action, &type_name, &values, feedback),
         #[cfg(feature = "dds")]
         Command::BenchDdsRole(args) => bench_dds::role(args),
         Command::Bench(BenchCommand::Pubsub {

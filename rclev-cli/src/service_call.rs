@@ -1,12 +1,12 @@
 //! `rclev service call <service> <type> [values]`: one request built from YAML, its response
-//! printed as YAML, for every service type rclev knows (their request and response messages
-//! are among `rclev::interfaces::MESSAGE_TYPES`).
+//! printed as YAML, for every service type rclev knows or finds installed, and the dynamic
+//! client `action send_goal` uses too.
 
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use rclev::msg::{DynamicMessage, TypeHash};
-use rclev::transport::{Payload, ServiceEndpoint, ServiceTypes};
+use rclev::msg::{DynamicMessage, TypeHash, TypeInfo};
+use rclev::transport::{ClientPort, NodePort, Payload, ServiceEndpoint, ServiceTypes};
 use rclev::QoSProfile;
 use rclev_dds::DdsTransport;
 
@@ -15,69 +15,119 @@ use crate::topic::{
     absolute, cli_node, from_yaml, known_type, to_flow_yaml, to_yaml, type_support, Wake,
 };
 
-/// How long to wait for the service, then for its answer.
-const WAIT: Duration = Duration::from_secs(10);
+/// How long to wait for a service, then for its answer.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// A client of a service whose types are known by description only.
+pub struct DynamicClient {
+    port: Arc<dyn ClientPort>,
+    wake: mpsc::Receiver<()>,
+    name: String,
+    /// The request type.
+    pub request: TypeInfo,
+    /// The response type.
+    pub response: TypeInfo,
+}
+
+impl DynamicClient {
+    /// A client of `service` (absolute) of type `pkg/srv/Name` (or an action's
+    /// `pkg/action/Name_SendGoal`…): its request and response are `<type>_Request` and
+    /// `<type>_Response`.
+    pub fn new(node: &Arc<dyn NodePort>, service: &str, type_name: &str) -> Result<Self> {
+        let request = known_type(&format!("{type_name}_Request"))
+            .map_err(|_| format!("service type '{type_name}' is not one rclev knows"))?;
+        let response = known_type(&format!("{type_name}_Response"))?;
+        let (tx, wake) = mpsc::sync_channel(1);
+        let port = node.create_client(
+            &ServiceEndpoint {
+                name: service.to_string(),
+                types: ServiceTypes {
+                    // A tool makes a few clients: the name's leak is bounded.
+                    type_name: Box::leak(type_name.to_string().into_boxed_str()),
+                    // Only the graph shows a service type's own hash; the endpoints announce
+                    // their messages' hashes, which are known.
+                    type_hash: TypeHash([0; 32]),
+                    request: type_support(request),
+                    response: type_support(response),
+                },
+                qos: QoSProfile::services_default(),
+            },
+            Arc::new(Wake(tx)),
+        )?;
+        Ok(Self {
+            port,
+            wake,
+            name: service.to_string(),
+            request,
+            response,
+        })
+    }
+
+    /// Waits up to [`WAIT`] for a server; `false` if none came.
+    pub fn wait_ready(&self) -> bool {
+        let deadline = Instant::now() + WAIT;
+        while !self.port.service_is_ready() {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+
+    /// Sends `request` and returns its sequence number (see [`answer`](Self::answer)).
+    pub fn send(&self, request: &DynamicMessage) -> Result<i64> {
+        let cdr = request.encode(&self.request.description)?;
+        Ok(self.port.send_request(Payload::Serialized(Box::new(cdr)))?)
+    }
+
+    /// The response to request `sequence`, if it has come; waits at most `wait` for it.
+    pub fn answer(&self, sequence: i64, wait: Duration) -> Result<Option<DynamicMessage>> {
+        let deadline = Instant::now() + wait;
+        loop {
+            while let Some((seq, answer)) = self.port.take_response() {
+                if seq != sequence {
+                    continue;
+                }
+                let Payload::Serialized(bytes) = answer? else {
+                    return Err("the response came in another form than bytes".into());
+                };
+                return Ok(Some(DynamicMessage::decode(
+                    &self.response.description,
+                    &bytes,
+                )?));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            let _ = self.wake.recv_timeout(left.min(Duration::from_millis(100)));
+        }
+    }
+
+    /// Sends `request` and waits up to [`WAIT`] for its response.
+    pub fn call(&self, request: &DynamicMessage) -> Result<DynamicMessage> {
+        let sequence = self.send(request)?;
+        self.answer(sequence, WAIT)?
+            .ok_or_else(|| format!("no response from {} within {WAIT:?}", self.name).into())
+    }
+}
 
 /// `rclev service call`.
 pub fn call(service: &str, type_name: &str, values: &str) -> Result {
     let service = absolute(service)?;
-    let (request_type, response_type) = (
-        known_type(&format!("{type_name}_Request"))
-            .map_err(|_| format!("service type '{type_name}' is not one rclev knows"))?,
-        known_type(&format!("{type_name}_Response"))?,
-    );
-    let request = from_yaml(&request_type, values)?;
-    let cdr = request.encode(&request_type.description)?;
     let transport = DdsTransport::from_env()?;
     let node = cli_node(&transport, "call")?;
-    let (tx, rx) = mpsc::sync_channel(1);
-    let client = node.create_client(
-        &ServiceEndpoint {
-            name: service.clone(),
-            types: ServiceTypes {
-                // The tool lives for one call: the name's leak is bounded.
-                type_name: Box::leak(type_name.to_string().into_boxed_str()),
-                // Only the graph shows a service type's own hash; the endpoints announce
-                // their messages' hashes, which are known.
-                type_hash: TypeHash([0; 32]),
-                request: type_support(request_type),
-                response: type_support(response_type),
-            },
-            qos: QoSProfile::services_default(),
-        },
-        Arc::new(Wake(tx)),
-    )?;
-    let deadline = Instant::now() + WAIT;
-    let mut said_waiting = false;
-    while !client.service_is_ready() {
-        if Instant::now() > deadline {
+    let client = DynamicClient::new(&node, &service, type_name)?;
+    let request = from_yaml(&client.request, values)?;
+    if !client.port.service_is_ready() {
+        println!("waiting for service to become available...");
+        if !client.wait_ready() {
             return Err(format!("service {service} not available within {WAIT:?}").into());
         }
-        if !said_waiting {
-            println!("waiting for service to become available...");
-            said_waiting = true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
     println!("requester: making request: {}\n", to_flow_yaml(&request));
-    let sequence = client.send_request(Payload::Serialized(Box::new(cdr)))?;
-    let deadline = Instant::now() + WAIT;
-    loop {
-        while let Some((seq, answer)) = client.take_response() {
-            if seq != sequence {
-                continue;
-            }
-            let Payload::Serialized(bytes) = answer? else {
-                return Err("the response came in another form than bytes".into());
-            };
-            let response = DynamicMessage::decode(&response_type.description, &bytes)?;
-            print!("response:\n{}", to_yaml(&response));
-            return Ok(());
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(format!("no response from {service} within {WAIT:?}").into());
-        }
-        let _ = rx.recv_timeout(left.min(Duration::from_millis(500)));
-    }
+    let response = client.call(&request)?;
+    print!("response:\n{}", to_yaml(&response));
+    Ok(())
 }

@@ -19,13 +19,16 @@ use rclev_dds::DdsTransport;
 
 use crate::anyhow_free::Result;
 
-/// The type `pkg/msg/Name` among those rclev knows.
+/// The type `pkg/msg/Name` among those rclev ships, or else installed (`AMENT_PREFIX_PATH`).
 pub(crate) fn known_type(name: &str) -> Result<TypeInfo> {
-    rclev::interfaces::MESSAGE_TYPES
+    match rclev::interfaces::MESSAGE_TYPES
         .iter()
         .find(|t| t.type_name == name)
-        .copied()
-        .ok_or_else(|| format!("message type '{name}' is not one rclev knows").into())
+    {
+        Some(info) => Ok(*info),
+        None => crate::installed_types::lookup(name)
+            .map_err(|e| format!("message type '{name}' is not one rclev knows: {e}").into()),
+    }
 }
 
 /// Encodes a [`DynamicMessage`] payload (looked up by its type name).

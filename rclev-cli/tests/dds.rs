@@ -13,9 +13,21 @@ use common::{in_netns, Peer};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// The venv's prefix: its `share/` holds the Jazzy interface packages (test_msgs among them)
+/// that the tools read at run time, as from a sourced ROS 2 installation.
+fn venv_prefix() -> std::path::PathBuf {
+    common::python()
+        .parent()
+        .and_then(|bin| bin.parent())
+        .unwrap()
+        .to_path_buf()
+}
+
 fn rclev() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rclev"));
-    c.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    c.stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .env("AMENT_PREFIX_PATH", venv_prefix());
     c
 }
 
@@ -168,10 +180,7 @@ fn run_ok(args: &[&str]) -> String {
 
 /// Runs `rclev <args>`, expecting it to fail; returns its stderr.
 fn run_err(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_rclev"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = rclev().args(args).stderr(Stdio::piped()).output().unwrap();
     assert!(!out.status.success(), "rclev {args:?} succeeded");
     String::from_utf8_lossy(&out.stderr).to_string()
 }
@@ -181,10 +190,7 @@ fn run_err(args: &[&str]) -> String {
 /// that output.
 fn run_until(args: &[&str], needles: &[&str]) -> String {
     for _ in 0..10 {
-        let out = Command::new(env!("CARGO_BIN_EXE_rclev"))
-            .args(args)
-            .output()
-            .unwrap();
+        let out = rclev().args(args).stderr(Stdio::null()).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         if out.status.success() && needles.iter().all(|n| text.contains(n)) {
             return text;
@@ -326,7 +332,46 @@ fn action_verbs_and_ctrl_c() {
             &run_err(&["action", "info", "/nothing"]),
             "Unknown action '/nothing'",
         );
+        // test_msgs is not one of rclev's generated packages: its definitions are read from
+        // the installation (AMENT_PREFIX_PATH), as ros2 reads them.
+        let goal = run_ok(&[
+            "action",
+            "send_goal",
+            "/fib",
+            "test_msgs/action/Fibonacci",
+            "{order: 4}",
+            "--feedback",
+        ]);
+        assert_has(&goal, "Sending goal:\n     order: 4\n");
+        assert_has(&goal, "Goal accepted with ID: ");
+        assert_has(
+            &goal,
+            "Feedback:\n    sequence:\n    - 0\n    - 1\n    - 1\n",
+        );
+        assert_has(
+            &goal,
+            "Result:\n    sequence:\n    - 0\n    - 1\n    - 1\n    - 2\n    - 3\n",
+        );
+        assert_has(&goal, "Goal finished with status: SUCCEEDED\n");
+        assert_has(
+            &run_err(&["action", "send_goal", "/fib", "nope_msgs/action/Nope", "{}"]),
+            "is not one rclev knows",
+        );
         drop(server);
+        let talker = Peer::start(
+            "rclpy_peer.py",
+            &["talker", "basic", "basic", "300", "10", "0"],
+        );
+        let echoed = run_ok(&[
+            "topic",
+            "echo",
+            "/basic",
+            "test_msgs/msg/BasicTypes",
+            "--once",
+        ]);
+        assert_has(&echoed, "int64_value: ");
+        assert_has(&echoed, "char_value: ");
+        drop(talker);
         for args in [
             &["topic", "echo", "/quiet", "std_msgs/msg/String"][..],
             &["topic", "pub", "/quiet", "std_msgs/msg/String", "{data: x}"][..],

@@ -4,17 +4,17 @@
 //! rclev knows or finds installed.
 
 use std::io::Read;
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rclev::msg::{DynamicMessage, Value};
-use rclev::transport::{Payload, TopicEndpoint};
+use rclev::transport::Payload;
 use rclev::QoSProfile;
 use rclev_dds::DdsTransport;
 
 use crate::anyhow_free::Result;
 use crate::service_call::{DynamicClient, WAIT};
-use crate::topic::{absolute, cli_node, from_yaml, known_type, to_yaml, type_support, Wake};
+use crate::topic::{absolute, cli_node, from_yaml, known_type, subscribe, to_yaml};
 
 /// `action_msgs/msg/GoalStatus` codes, as `ros2` names them.
 fn status_name(status: i64) -> &'static str {
@@ -88,16 +88,12 @@ pub fn send_goal(action: &str, type_name: &str, values: &str, feedback: bool) ->
         &format!("{type_name}_GetResult"),
     )?;
     let feedback_type = known_type(&format!("{type_name}_FeedbackMessage"))?;
-    let (tx, feedback_wake) = mpsc::sync_channel(1);
-    let feedback_sub = node.create_subscription(
-        &TopicEndpoint {
-            name: format!("{action}/_action/feedback"),
-            type_support: type_support(feedback_type),
-            qos: QoSProfile::default(),
-            reads_message_info: false,
-        },
-        Arc::new(Wake(tx)),
-        Arc::new(()),
+    let (feedback_sub, feedback_wake) = subscribe(
+        &node,
+        &format!("{action}/_action/feedback"),
+        feedback_type,
+        QoSProfile::default(),
+        false,
     )?;
     println!("Waiting for an action server to become available...");
     if !send.wait_ready() || !get_result.wait_ready() {

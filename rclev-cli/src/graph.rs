@@ -58,8 +58,8 @@ fn hidden(name: &str) -> bool {
     name.split('/').any(|c| c.starts_with('_'))
 }
 
-/// `talker` → `/talker`; `/ns/x` stays.
-fn absolute_node(name: &str) -> String {
+/// `talker` → `/talker`; `/ns/x` stays (node, service and action names given to the tools).
+pub(crate) fn absolute_node(name: &str) -> String {
     if name.starts_with('/') {
         name.to_string()
     } else {

@@ -73,22 +73,14 @@ fn spin_until_done(executor: &Executor, work: impl Future<Output = ()> + Send + 
     );
 }
 
-fn absolute(node: &str) -> String {
-    if node.starts_with('/') {
-        node.to_string()
-    } else {
-        format!("/{node}")
-    }
-}
+use crate::graph::absolute_node as absolute;
 
-/// `rclev param list <node>`.
-pub fn list(node: &str) -> Result {
-    let node = absolute(node);
-    let (executor, cli) = cli()?;
+/// Every parameter name of `node`, sorted.
+fn names(executor: &Executor, cli: &Node, node: &str) -> Result<Vec<String>> {
     let answer = call::<ListParameters>(
-        &executor,
-        &cli,
-        &node,
+        executor,
+        cli,
+        node,
         "list_parameters",
         ListParameters_Request {
             prefixes: vec![],
@@ -97,7 +89,14 @@ pub fn list(node: &str) -> Result {
     )?;
     let mut names = answer.result.names;
     names.sort();
-    for n in names {
+    Ok(names)
+}
+
+/// `rclev param list <node>`.
+pub fn list(node: &str) -> Result {
+    let node = absolute(node);
+    let (executor, cli) = cli()?;
+    for n in names(&executor, &cli, &node)? {
         println!("  {n}");
     }
     Ok(())
@@ -333,18 +332,7 @@ fn yaml_value(v: &ParameterValue) -> String {
 pub fn dump(node: &str) -> Result {
     let node = absolute(node);
     let (executor, cli) = cli()?;
-    let listed = call::<ListParameters>(
-        &executor,
-        &cli,
-        &node,
-        "list_parameters",
-        ListParameters_Request {
-            prefixes: vec![],
-            depth: ListParameters_Request::DEPTH_RECURSIVE,
-        },
-    )?;
-    let mut names = listed.result.names;
-    names.sort();
+    let names = names(&executor, &cli, &node)?;
     let got = call::<GetParameters>(
         &executor,
         &cli,

@@ -97,6 +97,32 @@ pub(crate) fn discover_type(
     }
 }
 
+/// A subscription of the tools (bytes only, decoded by description) and the channel its
+/// readiness rings.
+pub(crate) fn subscribe(
+    node: &Arc<dyn NodePort>,
+    topic: &str,
+    info: TypeInfo,
+    qos: QoSProfile,
+    reads_message_info: bool,
+) -> Result<(
+    Arc<dyn rclev::transport::SubscriptionPort>,
+    mpsc::Receiver<()>,
+)> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    let sub = node.create_subscription(
+        &TopicEndpoint {
+            name: topic.to_string(),
+            type_support: type_support(info),
+            qos,
+            reads_message_info,
+        },
+        Arc::new(Wake(tx)),
+        Arc::new(()),
+    )?;
+    Ok((sub, rx))
+}
+
 /// Wakes the echo loop.
 pub(crate) struct Wake(pub(crate) mpsc::SyncSender<()>);
 
@@ -128,18 +154,8 @@ pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>
         (None, Err(e)) => return Err(e),
     };
     let info = known_type(&type_name)?;
-    let (tx, rx) = mpsc::sync_channel(1);
-    let sub = node.create_subscription(
-        &TopicEndpoint {
-            name: topic.clone(),
-            type_support: type_support(info),
-            // With a publisher present: whatever it offers, as `ros2 topic echo` does.
-            qos,
-            reads_message_info: false,
-        },
-        Arc::new(Wake(tx)),
-        Arc::new(()),
-    )?;
+    // With a publisher present: whatever it offers, as `ros2 topic echo` does.
+    let (sub, rx) = subscribe(&node, &topic, info, qos, false)?;
     let limit = if once { Some(1) } else { count };
     let mut printed = 0u64;
     let mut batch = Vec::new();

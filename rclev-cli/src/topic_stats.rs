@@ -3,15 +3,14 @@
 //! are needed, so messages are not decoded.
 
 use std::collections::VecDeque;
-use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
 
-use rclev::transport::{Payload, TopicEndpoint};
+use rclev::transport::Payload;
 use rclev::QoSProfile;
 use rclev_dds::DdsTransport;
 
 use crate::anyhow_free::Result;
-use crate::topic::{absolute, cli_node, discover_type, known_type, type_support, Wake};
+use crate::topic::{absolute, cli_node, discover_type, known_type, subscribe};
 
 /// What is measured.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -102,19 +101,9 @@ pub fn run(topic: &str, stat: Stat, window: usize, reports: Option<u64>) -> Resu
     let node = cli_node(&transport, "stats")?;
     let type_name = discover_type(&transport, &topic, Duration::from_secs(5))?;
     let info = known_type(&type_name)?;
-    let (tx, rx) = mpsc::sync_channel(1);
-    let sub = node.create_subscription(
-        &TopicEndpoint {
-            name: topic.clone(),
-            type_support: type_support(info),
-            qos: QoSProfile::best_available(),
-            // Each message's reception time (Fast DDS's timestamp), not when this loop
-            // took it: the rate of a burst taken at once is still right.
-            reads_message_info: true,
-        },
-        Arc::new(Wake(tx)),
-        Arc::new(()),
-    )?;
+    // Each message's reception time (Fast DDS's timestamp), not when this loop took it: the
+    // rate of a burst taken at once is still right.
+    let (sub, rx) = subscribe(&node, &topic, info, QoSProfile::best_available(), true)?;
     if stat == Stat::Bandwidth {
         println!("Subscribed to [{topic}]");
     }

@@ -60,6 +60,7 @@ impl WorkerCore {
                 namespace: "/".into(),
                 clock: crate::clock::Clock::steady(),
                 life: exec.life().clone(),
+                types: Default::default(),
             }),
         })
     }

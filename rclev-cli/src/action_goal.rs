@@ -159,8 +159,12 @@ fn print_feedback(
             let Payload::Serialized(bytes) = payload else {
                 continue;
             };
-            let Ok(msg) = DynamicMessage::decode(&feedback_type.description, &bytes) else {
-                continue;
+            let msg = match DynamicMessage::decode(&feedback_type.description, &bytes) {
+                Ok(msg) => msg,
+                Err(e) => {
+                    eprintln!("rclev: a feedback message did not decode: {e}");
+                    continue;
+                }
             };
             if !show || msg.get("goal_id") != Some(&uuid_value(id)) {
                 continue;

@@ -59,7 +59,7 @@ fn call<S: ServiceType>(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take()
-        .ok_or("interrupted")?;
+        .ok_or_else(|| format!("no answer from {target} within {:?}", WAIT * 3))?;
     result
 }
 
@@ -342,6 +342,15 @@ pub fn dump(node: &str) -> Result {
             names: names.clone(),
         },
     )?;
+    // rclcpp answers with no values at all when one name is no longer declared.
+    if got.values.len() != names.len() {
+        return Err(format!(
+            "{node} answered {} values for {} parameters (one undeclared meanwhile?)",
+            got.values.len(),
+            names.len()
+        )
+        .into());
+    }
     println!("{node}:\n  ros__parameters:");
     for (name, value) in names.iter().zip(&got.values) {
         if let Some(v) = ParameterValue::from_msg(value)? {

@@ -114,6 +114,9 @@ pub fn run(topic: &str, stat: Stat, window: usize, reports: Option<u64>) -> Resu
     let mut batch = Vec::new();
     let mut next_report = Instant::now() + Duration::from_secs(1);
     let mut reported = 0u64;
+    // Messages since the last report: none means the publisher went quiet, which `ros2`
+    // says instead of repeating the last figures.
+    let mut fresh = 0u64;
     while !crate::interrupt::interrupted() && reports.is_none_or(|r| reported < r) {
         let wait = next_report.saturating_duration_since(Instant::now());
         let _ = rx.recv_timeout(wait.min(Duration::from_millis(500)));
@@ -123,6 +126,7 @@ pub fn run(topic: &str, stat: Stat, window: usize, reports: Option<u64>) -> Resu
             for (payload, info) in batch.drain(..) {
                 if let Payload::Serialized(bytes) = payload {
                     window.push(info.received_timestamp, bytes.len());
+                    fresh += 1;
                 }
             }
             if !more {
@@ -132,9 +136,11 @@ pub fn run(topic: &str, stat: Stat, window: usize, reports: Option<u64>) -> Resu
         if now >= next_report {
             next_report += Duration::from_secs(1);
             let report = match stat {
+                _ if fresh == 0 => None,
                 Stat::Rate => window.rate_report(),
                 Stat::Bandwidth => window.bandwidth_report(),
             };
+            fresh = 0;
             match report {
                 Some(r) => {
                     println!("{r}");

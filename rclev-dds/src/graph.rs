@@ -83,6 +83,9 @@ struct GraphState {
     participants: HashMap<[u8; 16], String>,
     /// What each other participant last said on `ros_discovery_info`, by GUID prefix.
     remote_nodes: HashMap<[u8; 12], Vec<NodeEntities>>,
+    /// Participants that have left (GUID prefixes are never reused): a sample of theirs still
+    /// in flight must not bring their nodes back.
+    gone: std::collections::HashSet<[u8; 12]>,
 }
 
 fn prefix(gid: &Gid) -> [u8; 12] {
@@ -273,10 +276,10 @@ impl GraphCache {
         let changed = {
             let mut s = self.state();
             let key = prefix(&entities.gid);
-            // Only from a participant that is alive: a sample still in flight when its
-            // participant left would otherwise leave its nodes listed for good.
-            let alive = s.participants.keys().any(|p| p[..12] == key[..]);
-            if !alive || s.remote_nodes.get(&key) == Some(&entities.nodes) {
+            // Kept even before discovery reports the participant (its listener may run
+            // later than the reader's): the writer keeps only the latest sample, and would
+            // not send it again. Not after the participant has left, though.
+            if s.gone.contains(&key) || s.remote_nodes.get(&key) == Some(&entities.nodes) {
                 false
             } else {
                 s.remote_nodes.insert(key, entities.nodes);
@@ -368,7 +371,9 @@ impl GraphHandler for GraphCache {
                 s.participants.insert(p.guid, enclave);
             } else {
                 s.participants.remove(&p.guid);
-                s.remote_nodes.remove(&prefix(&Gid(p.guid)));
+                let key = prefix(&Gid(p.guid));
+                s.remote_nodes.remove(&key);
+                s.gone.insert(key);
                 // Its endpoints go with it (Fast DDS reports them removed too, but a
                 // participant that timed out may not have said goodbye for each).
                 s.remote.retain(|gid, _| gid.0[..12] != p.guid[..12]);
@@ -487,17 +492,15 @@ mod tests {
                 writers: vec![Gid(talker.guid)],
             }],
         };
-        // Not before its participant is known alive (a late sample of a gone participant).
-        g.remote_entities(info.clone());
-        assert!(g.snapshot().nodes.is_empty());
         g.participant(&participant(1, true));
         assert!(!g.settled(), "no ros_discovery_info from participant 1 yet");
         let mut rx = g.notifier().subscribe();
+        // Even before discovery reports its participant, a sample is kept.
         g.remote_entities(info.clone());
         assert!(rx.has_changed().unwrap());
         rx.mark_unchanged();
         // The same state again is no change.
-        g.remote_entities(info);
+        g.remote_entities(info.clone());
         assert!(!rx.has_changed().unwrap());
         assert!(
             !g.settled(),
@@ -544,6 +547,19 @@ mod tests {
         g.participant(&participant(1, false));
         assert!(g.snapshot().nodes.is_empty());
         assert!(g.settled());
+        // A sample of a participant that has left, still in flight: ignored.
+        g.remote_entities(info);
+        assert!(g.snapshot().nodes.is_empty());
+        // A participant's sample may come before discovery reports the participant.
+        g.remote_entities(ParticipantEntities {
+            gid: Gid([2; 16]),
+            nodes: vec![NodeEntities {
+                node: node("early", "/"),
+                readers: vec![],
+                writers: vec![],
+            }],
+        });
+        assert_eq!(g.snapshot().nodes, [node("early", "/")]);
     }
 
     #[test]

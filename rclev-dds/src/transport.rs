@@ -11,7 +11,10 @@ use rclev::transport::{
     PublisherPort, ReadyHook, ServiceEndpoint, ServicePort, SubscriptionPort, TopicEndpoint,
     Transport,
 };
-use rclev::{Context, Result};
+use rclev::{Context, Error, Result};
+
+/// The bound of the name and namespace strings in `rmw_dds_common/msg/NodeEntitiesInfo`.
+const NODE_NAME_BOUND: usize = 256;
 
 use crate::announcer::Announcer;
 use crate::config::DdsOptions;
@@ -104,6 +107,19 @@ impl DdsTransport {
 
 impl Transport for DdsTransport {
     fn create_node(&self, node: &NodeName) -> Result<Arc<dyn NodePort>> {
+        // `ros_discovery_info` carries names of at most 256 characters: a longer one would make
+        // every sample of this participant unreadable to its peers.
+        for (what, text) in [("name", &node.name), ("namespace", &node.namespace)] {
+            if text.len() > NODE_NAME_BOUND {
+                return Err(Error::InvalidArgument {
+                    argument: format!("node {what} of {} characters", text.len()),
+                    reason: format!(
+                        "ROS 2 graph messages carry node names and namespaces of at most \
+                         {NODE_NAME_BOUND} characters"
+                    ),
+                });
+            }
+        }
         let id = self.shared.graph.add_node(node.clone());
         self.shared.announcer.publish();
         Ok(Arc::new(DdsNode {

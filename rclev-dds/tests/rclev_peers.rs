@@ -79,6 +79,14 @@ fn two_participants_list_each_others_nodes() {
             assert!(eventually(Duration::from_secs(20), || !seen(
                 listener, "extra", "/ns"
             )));
+            // A namespace longer than ros_discovery_info carries is refused, not announced
+            // in a sample no peer could read.
+            let long = format!("/{}", "a".repeat(300));
+            assert!(matches!(
+                pair.a
+                    .create_node(rclev::NodeOptions::new("long").namespace(long)),
+                Err(rclev::Error::InvalidArgument { .. })
+            ));
             assert!(seen(listener, talker.name(), "/"));
         },
     );

@@ -105,6 +105,8 @@ pub struct NodeState {
     clock_subscription: Mutex<Option<Subscription<crate::interfaces::rosgraph_msgs::msg::Clock>>>,
     /// `~/get_parameters` & co., unless turned off in the node's options.
     parameter_services: std::sync::OnceLock<parameter_services::ParameterServices>,
+    /// `/parameter_events`' publisher (the store's observer holds it weakly), unless turned off.
+    _parameter_events: Option<Publisher<crate::interfaces::rcl_interfaces::msg::ParameterEvent>>,
     /// `~/get_type_description`, unless `start_type_description_service` is false.
     type_description_service: std::sync::OnceLock<
         Service<crate::interfaces::type_description_interfaces::srv::GetTypeDescription>,
@@ -165,18 +167,21 @@ impl NodeState {
             )
         };
         let parameters = Arc::new(Parameters::with_overrides(overrides));
-        if options.start_parameter_event_publisher {
+        let parameter_events = if options.start_parameter_event_publisher {
             let events = PublisherState::create(
                 &core,
                 "/parameter_events".qos(QoSProfile::parameter_events()),
             )?;
             parameter_services::publish_events(
                 &parameters,
-                events,
+                &events,
                 identity.fully_qualified_name(),
                 identity.clock.clone(),
             );
-        }
+            Some(events)
+        } else {
+            None
+        };
         let node = Arc::new(Self {
             logger: Logger::new(logger_name, identity.clock.clone(), rosout),
             identity,
@@ -185,6 +190,7 @@ impl NodeState {
             clock_subscription: Mutex::new(None),
             parameter_services: std::sync::OnceLock::new(),
             type_description_service: std::sync::OnceLock::new(),
+            _parameter_events: parameter_events,
         });
         if options.start_parameter_services {
             let services = parameter_services::ParameterServices::start(&node)?;

@@ -201,14 +201,21 @@ pub(crate) fn parameter_event(
     event
 }
 
-/// Publishes every change of `params` on `/parameter_events`, stamped with `clock`.
+/// Publishes every change of `params` on `/parameter_events`, stamped with `clock`, while
+/// `publisher` (which the node owns) lives: the store may outlive the node (a
+/// `TypedParameter` keeps it), and must not keep the node's publisher, and so the node, on the
+/// graph.
 pub(crate) fn publish_events(
     params: &Parameters,
-    publisher: Publisher<rcl::ParameterEvent>,
+    publisher: &Publisher<rcl::ParameterEvent>,
     node: String,
     clock: crate::clock::Clock,
 ) {
+    let publisher = Arc::downgrade(publisher);
     params.observe(move |change| {
+        let Some(publisher) = publisher.upgrade() else {
+            return;
+        };
         let event = parameter_event(change, &node, clock.now().to_msg());
         // Best effort, as in rclcpp: a change is not undone because its event was not sent.
         let _ = publisher.publish(event);

@@ -27,6 +27,15 @@ const SETTLE_MAX: Duration = Duration::from_secs(3);
 /// endpoint they listed), after at least [`SETTLE_MIN`] and at most [`SETTLE_MAX`]. Waits on
 /// the transport's change notifications (no polling).
 pub fn discover() -> Result<(DdsTransport, GraphSnapshot)> {
+    discover_until(|_| true)
+}
+
+/// [`discover`], also waiting (within [`SETTLE_MAX`]) until `found` holds of the graph: a
+/// command about one named node, topic, service or action waits for it to appear, as a peer
+/// may be heard only at its next announcement.
+pub fn discover_until(
+    found: impl Fn(&GraphSnapshot) -> bool,
+) -> Result<(DdsTransport, GraphSnapshot)> {
     let transport = DdsTransport::from_env()?;
     let mut changes = transport.graph_changes();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -39,7 +48,10 @@ pub fn discover() -> Result<(DdsTransport, GraphSnapshot)> {
             // Marked seen before looking: a change after the look wakes the wait.
             changes.borrow_and_update();
             // With no peer found yet, there may still be some: wait for one, up to the limit.
-            if transport.participant_count() > 0 && transport.graph_settled() {
+            if transport.participant_count() > 0
+                && transport.graph_settled()
+                && found(&transport.graph())
+            {
                 break;
             }
             match tokio::time::timeout_at(start + SETTLE_MAX, changes.changed()).await {
@@ -101,12 +113,9 @@ fn print_section(title: &str, items: &BTreeMap<String, Vec<String>>) {
 /// `rclev node info <node>`.
 pub fn node_info(node: &str, include_hidden: bool) -> Result {
     let node = absolute_node(node);
-    let (_t, graph) = discover()?;
-    if !graph
-        .node_names()
-        .iter()
-        .any(|n| n.fully_qualified() == node)
-    {
+    let has_node = |g: &GraphSnapshot| g.node_names().iter().any(|n| n.fully_qualified() == node);
+    let (_t, graph) = discover_until(has_node)?;
+    if !has_node(&graph) {
         return Err(format!("Unable to find node '{node}'").into());
     }
     let mut sections: [BTreeMap<String, Vec<String>>; 6] = Default::default();
@@ -187,7 +196,11 @@ pub fn service_list(show_types: bool, include_hidden: bool) -> Result {
 /// `rclev service type <service>`.
 pub fn service_type(service: &str) -> Result {
     let service = absolute_node(service);
-    let (_t, graph) = discover()?;
+    let (_t, graph) = discover_until(|g| {
+        g.service_names_and_types()
+            .iter()
+            .any(|(name, _)| *name == service)
+    })?;
     let (_, types) = graph
         .service_names_and_types()
         .into_iter()
@@ -221,8 +234,12 @@ pub fn action_list(show_types: bool) -> Result {
 /// `rclev action info <action>`.
 pub fn action_info(action: &str) -> Result {
     let action = absolute_node(action);
-    let (_t, graph) = discover()?;
     let goal_service = format!("{action}/_action/send_goal");
+    let (_t, graph) = discover_until(|g| {
+        g.endpoints
+            .iter()
+            .any(|e| e.name == goal_service && e.kind == EndpointKind::Service)
+    })?;
     let nodes = |kind| -> Vec<String> {
         let mut v: Vec<String> = graph
             .endpoints
@@ -293,7 +310,11 @@ fn qos_text(q: &QoSProfile) -> String {
 /// `rclev topic info <topic> [-v]`.
 pub fn topic_info(topic: &str, verbose: bool) -> Result {
     let topic = absolute_node(topic);
-    let (_t, graph) = discover()?;
+    let (_t, graph) = discover_until(|g| {
+        g.topic_names_and_types()
+            .iter()
+            .any(|(name, _)| *name == topic)
+    })?;
     let (_, types) = graph
         .topic_names_and_types()
         .into_iter()

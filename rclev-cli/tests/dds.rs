@@ -266,7 +266,10 @@ fn graph_and_param_verbs_against_an_rclpy_node() {
             "/rclpy_param_server/set_parameters [rcl_interfaces/srv/SetParameters]\n",
         );
         assert_eq!(
-            run_ok(&["service", "type", "/rclpy_param_server/list_parameters"]),
+            run_until(
+                &["service", "type", "/rclpy_param_server/list_parameters"],
+                &["ListParameters"]
+            ),
             "rcl_interfaces/srv/ListParameters\n"
         );
 

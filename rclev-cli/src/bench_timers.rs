@@ -20,6 +20,12 @@
 //! Every fire whose callback starts inside the measurement window counts; lateness is callback
 //! start minus the tick's scheduled time. CPU is the process's user+system time over the
 //! window; steal is read from `/proc/stat`.
+//!
+//! `--load N` runs N CPU hogs beside each measurement — separate processes (the binary's
+//! hidden `bench-hog`), so the CPU column stays the measured process's own, each bounded by a
+//! time limit and killed when its cell ends. `--repeat K` runs every cell K times, the variants
+//! in reverse order every other repetition; the table then shows each column's median with the
+//! range of `%`.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -41,6 +47,12 @@ const WARMUP: Duration = Duration::from_millis(300);
 #[derive(Serialize, Clone)]
 pub struct Row {
     pub variant: &'static str,
+    /// The repetition, from 0; `None` on the median rows of `--repeat`.
+    pub rep: Option<usize>,
+    /// CPU hogs running beside the measurement.
+    pub load: usize,
+    /// With `--repeat`: the lowest and highest `percent` of the repetitions.
+    pub percent_range: Option<(f64, f64)>,
     pub timers: usize,
     pub target_hz: f64,
     pub achieved_hz: f64,
@@ -115,6 +127,9 @@ impl Recorder {
         };
         Row {
             variant,
+            rep: Some(0),
+            load: 0,
+            percent_range: None,
             timers,
             target_hz,
             achieved_hz,
@@ -337,6 +352,102 @@ pub struct Options<'a> {
     pub plot: Option<&'a Path>,
     /// rclev's executor options (precision knobs).
     pub executor: ExecutorOptions,
+    /// Runs of every cell.
+    pub repeat: usize,
+    /// CPU hogs beside each measurement.
+    pub load: usize,
+}
+
+/// CPU hogs in processes of their own, killed on drop (and each bounded by `limit` anyway, so
+/// none outlives a benchmark that died).
+struct Load(Vec<std::process::Child>);
+
+impl Load {
+    fn start(n: usize, limit: Duration) -> Result<Load> {
+        let exe = std::env::current_exe()?;
+        let children = (0..n)
+            .map(|_| {
+                std::process::Command::new(&exe)
+                    .args([
+                        "bench-hog",
+                        "--secs",
+                        &format!("{:.3}", limit.as_secs_f64()),
+                    ])
+                    .spawn()
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Load(children))
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// `rclev bench-hog --secs S` (hidden): burns one core for `secs` seconds.
+pub fn hog(secs: f64) -> Result {
+    let end = Instant::now() + Duration::from_secs_f64(secs.clamp(0.0, 3600.0));
+    let mut x = 0u64;
+    while Instant::now() < end {
+        for i in 0..10_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        }
+    }
+    std::hint::black_box(x);
+    Ok(())
+}
+
+/// The median of `v` (not empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// One row per variant and rate: each column's median over the repetitions, with the range of
+/// `percent`.
+fn median_rows(rows: &[Row]) -> Vec<Row> {
+    let mut out: Vec<Row> = Vec::new();
+    for r in rows {
+        if out
+            .iter()
+            .any(|m| m.variant == r.variant && m.target_hz == r.target_hz)
+        {
+            continue;
+        }
+        let same: Vec<&Row> = rows
+            .iter()
+            .filter(|x| x.variant == r.variant && x.target_hz == r.target_hz)
+            .collect();
+        let m = |f: fn(&Row) -> f64| median(same.iter().map(|x| f(x)).collect());
+        let percents = same.iter().map(|x| x.percent);
+        let range = (
+            percents.clone().fold(f64::INFINITY, f64::min),
+            percents.fold(f64::NEG_INFINITY, f64::max),
+        );
+        out.push(Row {
+            rep: None,
+            percent_range: Some(range),
+            achieved_hz: m(|x| x.achieved_hz),
+            percent: m(|x| x.percent),
+            dropped: m(|x| x.dropped as f64).round() as u64,
+            late_p50_us: m(|x| x.late_p50_us),
+            late_p99_us: m(|x| x.late_p99_us),
+            cpu_cores: m(|x| x.cpu_cores),
+            steal_percent: m(|x| x.steal_percent),
+            ..r.clone()
+        });
+    }
+    out
 }
 
 pub const VARIANTS: [&str; 5] = [
@@ -359,48 +470,77 @@ pub fn run(opts: Options<'_>) -> Result {
             return Err(format!("unknown variant {v:?}; choose from {VARIANTS:?}").into());
         }
     }
-    let total = opts.rates.len() * opts.variants.len();
+    if opts.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
+    }
+    let total = opts.rates.len() * opts.variants.len() * opts.repeat;
     let mut rows = Vec::new();
-    for &rate in &opts.rates {
-        for variant in &opts.variants {
-            eprintln!(
-                "[{}/{total}] {variant}: {} timer(s) × {rate} Hz for {} s…",
-                rows.len() + 1,
-                opts.timers,
-                opts.secs
-            );
-            let row = match variant.as_str() {
-                "rclev" => run_rclev(opts.timers, rate, opts.secs, &opts.executor)?,
-                "reference" => run_reference(opts.timers, rate, opts.secs)?,
-                "per-task" => run_per_task(opts.timers, rate, opts.secs)?,
-                "tokio-interval" => run_tokio_interval(opts.timers, rate, opts.secs)?,
-                _ => run_os_sleep(opts.timers, rate, opts.secs)?,
+    for rep in 0..opts.repeat {
+        for &rate in &opts.rates {
+            // Reversed every other repetition, so that a noisy spell hits all variants.
+            let variants: Vec<&String> = if rep % 2 == 0 {
+                opts.variants.iter().collect()
+            } else {
+                opts.variants.iter().rev().collect()
             };
-            eprintln!(
-                "        {:.1}% of target, p50 {:.1} µs, {:.3} cores, steal {:.2}%",
-                row.percent, row.late_p50_us, row.cpu_cores, row.steal_percent
-            );
-            rows.push(row);
+            for variant in variants {
+                eprintln!(
+                    "[{}/{total}] {variant}: {} timer(s) × {rate} Hz for {} s, load {}…",
+                    rows.len() + 1,
+                    opts.timers,
+                    opts.secs,
+                    opts.load
+                );
+                let load = Load::start(
+                    opts.load,
+                    Duration::from_secs_f64(opts.secs) + WARMUP + Duration::from_secs(5),
+                )?;
+                let mut row = match variant.as_str() {
+                    "rclev" => run_rclev(opts.timers, rate, opts.secs, &opts.executor)?,
+                    "reference" => run_reference(opts.timers, rate, opts.secs)?,
+                    "per-task" => run_per_task(opts.timers, rate, opts.secs)?,
+                    "tokio-interval" => run_tokio_interval(opts.timers, rate, opts.secs)?,
+                    _ => run_os_sleep(opts.timers, rate, opts.secs)?,
+                };
+                drop(load);
+                row.rep = Some(rep);
+                row.load = opts.load;
+                eprintln!(
+                    "        {:.1}% of target, p50 {:.1} µs, {:.3} cores, steal {:.2}%",
+                    row.percent, row.late_p50_us, row.cpu_cores, row.steal_percent
+                );
+                rows.push(row);
+            }
         }
     }
-    print_table(&rows);
+    let shown = if opts.repeat > 1 {
+        median_rows(&rows)
+    } else {
+        rows.clone()
+    };
+    print_table(&shown);
     if let Some(path) = opts.json {
-        write_json(path, &rows)?;
+        let mut all = rows;
+        if opts.repeat > 1 {
+            all.extend(shown.iter().cloned());
+        }
+        write_json(path, &all)?;
     }
     if let Some(path) = opts.plot {
-        crate::plot::percent_vs_rate(path, &rows)?;
+        crate::plot::percent_vs_rate(path, &shown)?;
     }
     Ok(())
 }
 
 fn print_table(rows: &[Row]) {
     println!(
-        "{:<15} {:>6} {:>10} {:>12} {:>8} {:>9} {:>9} {:>10} {:>6} {:>6}",
+        "{:<15} {:>6} {:>10} {:>12} {:>8} {:>15} {:>9} {:>9} {:>10} {:>6} {:>6}",
         "variant",
         "timers",
         "target/s",
         "achieved/s",
         "%",
+        "% range",
         "dropped",
         "p50 µs",
         "p99 µs",
@@ -408,13 +548,17 @@ fn print_table(rows: &[Row]) {
         "steal%"
     );
     for r in rows {
+        let range = r
+            .percent_range
+            .map_or(String::new(), |(lo, hi)| format!("{lo:.2}–{hi:.2}"));
         println!(
-            "{:<15} {:>6} {:>10.0} {:>12.0} {:>8.2} {:>9} {:>9.1} {:>10.1} {:>6.3} {:>6.2}",
+            "{:<15} {:>6} {:>10.0} {:>12.0} {:>8.2} {:>15} {:>9} {:>9.1} {:>10.1} {:>6.3} {:>6.2}",
             r.variant,
             r.timers,
             r.target_hz,
             r.achieved_hz,
             r.percent,
+            range,
             r.dropped,
             r.late_p50_us,
             r.late_p99_us,

@@ -82,6 +82,13 @@ enum Command {
     #[cfg(feature = "dds")]
     #[command(hide = true)]
     BenchDdsRole(bench_dds::RoleArgs),
+    /// Burns one core for a while: the CPU load `bench timers --load` runs beside it.
+    #[command(hide = true)]
+    BenchHog {
+        /// Seconds to burn.
+        #[arg(long)]
+        secs: f64,
+    },
     /// Publish a simulated /clock (in process) and show a sim-time timer following it.
     Clock {
         /// Simulated seconds per wall second.
@@ -436,6 +443,12 @@ enum BenchCommand {
         /// instead of the default (a thread per worker).
         #[arg(long)]
         runtime_threads: Option<usize>,
+        /// Runs of every cell (interleaved); the table shows medians and the range of %.
+        #[arg(long, default_value_t = 1)]
+        repeat: usize,
+        /// CPU hogs (processes of their own) running beside each measurement.
+        #[arg(long, default_value_t = 0)]
+        load: usize,
     },
 }
 
@@ -460,6 +473,7 @@ fn run() -> anyhow_free::Result {
         }
         Command::Demo(DemoCommand::Fibonacci { order, step_ms }) => demo::fibonacci(order, step_ms),
         Command::Interface(InterfaceCommand::List) => interface::list(),
+        Command::BenchHog { secs } => bench_timers::hog(secs),
         Command::Interface(InterfaceCommand::Show { name }) => interface::show(&name),
         #[cfg(feature = "dds")]
         Command::Topic(TopicCommand::Echo {
@@ -609,6 +623,8 @@ fn run() -> anyhow_free::Result {
             handoff_lead_us,
             worker_spin_us,
             runtime_threads,
+            repeat,
+            load,
         }) => {
             let mut executor = rclev::ExecutorOptions::default();
             if let Some(worker_threads) = runtime_threads {
@@ -629,6 +645,8 @@ fn run() -> anyhow_free::Result {
                 json: json.as_deref(),
                 plot: plot.as_deref(),
                 executor,
+                repeat,
+                load,
             })
         }
     }

@@ -60,6 +60,56 @@ fn bench_timers_writes_rows_and_a_plot() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `--repeat` writes every repetition and a median row per cell with the range of `%`;
+/// `--load` runs its hogs beside the measurement and says so in the rows.
+#[test]
+fn bench_timers_repeats_under_load() {
+    let dir = std::env::temp_dir().join(format!("rclev-cli-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("timers.json");
+    let status = rclev()
+        .args([
+            "bench",
+            "timers",
+            "--rates",
+            "1000",
+            "--secs",
+            "0.3",
+            "--variants",
+            "rclev,os-sleep",
+            "--repeat",
+            "3",
+            "--load",
+            "1",
+            "--json",
+        ])
+        .arg(&json)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rows = rows(&json);
+    assert_eq!(rows.len(), 2 * 3 + 2, "every repetition, then the medians");
+    for r in &rows {
+        assert_eq!(r["load"], 1, "{r}");
+    }
+    let medians: Vec<_> = rows.iter().filter(|r| r["rep"].is_null()).collect();
+    assert_eq!(medians.len(), 2);
+    for m in medians {
+        let range = m["percent_range"]
+            .as_array()
+            .expect("a range on a median row");
+        let (lo, hi) = (range[0].as_f64().unwrap(), range[1].as_f64().unwrap());
+        let p = m["percent"].as_f64().unwrap();
+        assert!(lo <= p && p <= hi, "{m}");
+    }
+    assert!(!rclev()
+        .args(["bench", "timers", "--repeat", "0"])
+        .status()
+        .unwrap()
+        .success());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn bench_pubsub_writes_rows() {
     let json = std::env::temp_dir().join(format!("rclev-pubsub-{}.json", std::process::id()));

@@ -417,11 +417,23 @@ public:
 
     ~ParticipantCore() {
         // The listener (and its Rust sink) is a member, destroyed only after this body: a
-        // discovery callback that runs while the participant is deleted still finds it. No
-        // set_listener(nullptr) first: Fast DDS 2.14's, with its default (infinite) timeout,
-        // spins holding the participant's listener mutex while the discovery thread waits
-        // for that mutex to enter a callback — a hang at exit (seen once in 80 Ctrl-C'd
-        // talker/listener pairs).
+        // discovery callback that runs while the participant is deleted still finds it.
+        //
+        // Detached first, with a finite timeout, retried: Fast DDS 2.14's set_listener waits
+        // for callbacks in flight, and with its default (infinite) timeout the PyPI build's
+        // libstdc++ turns that wait into a spin that holds the participant's listener mutex
+        // while the discovery thread inside a callback waits for it — a hang at exit when a
+        // peer leaves at the same moment (tests/shm/RESULTS.md). delete_participant makes
+        // that infinite wait itself (DomainParticipantImpl::disable); once detached, it finds
+        // no listener and returns at once. A finite wait is a real blocking wait, so the
+        // callback finishes and the detach succeeds; the bound keeps a participant that cannot
+        // detach from blocking exit for more than a few seconds.
+        for (int attempt = 0; attempt < 5; ++attempt) {
+            if (participant_->set_listener(nullptr, std::chrono::seconds(1)) ==
+                ReturnCode_t::RETCODE_OK) {
+                break;
+            }
+        }
         participant_->delete_contained_entities();
         dds::DomainParticipantFactory::get_instance()->delete_participant(participant_);
     }
@@ -577,8 +589,8 @@ DdsWriter::DdsWriter(std::shared_ptr<ParticipantCore> core, std::string topic,
       listener_(std::move(listener)) {}
 
 DdsWriter::~DdsWriter() {
-    // Deleting the writer stops its callbacks; the listener member outlives that (see
-    // ~ParticipantCore for why set_listener(nullptr) is not called first).
+    // Deleting the writer waits for a listener call in flight and stops the rest; the
+    // listener member outlives that, so the writer's listener needs no detaching first.
     core_->publisher_->delete_datawriter(writer_);
     core_->release_topic(topic_);
 }

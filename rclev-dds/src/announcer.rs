@@ -1,7 +1,6 @@
 //! The participant's `ros_discovery_info` writer and reader (see `entities`): our nodes and
 //! their endpoints published after every change, the peers' read into the graph.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cxx::UniquePtr;
@@ -21,11 +20,10 @@ use crate::topic::NO_IDENTITY;
 /// `rmw_dds_common/msg/ParticipantEntitiesInfo`'s DDS type name.
 const TYPE_NAME: &str = "rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_";
 
-/// Reads the peers' samples into the graph.
+/// Reads the peers' samples into the graph; one that is not a `ParticipantEntitiesInfo` is
+/// warned about and dropped (there is no executor here to report it to).
 struct PeerEntities {
     graph: Arc<GraphCache>,
-    /// Samples that were not a `ParticipantEntitiesInfo` (warned about, then dropped).
-    malformed: AtomicU64,
 }
 
 impl SampleSink for PeerEntities {
@@ -33,7 +31,6 @@ impl SampleSink for PeerEntities {
         match decode(data) {
             Ok(entities) => self.graph.remote_entities(entities),
             Err(e) => {
-                self.malformed.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(target: "rclev_dds", "ros_discovery_info: {e}; sample dropped");
             }
         }
@@ -92,7 +89,6 @@ impl Announcer {
             },
             Arc::new(PeerEntities {
                 graph: graph.clone(),
-                malformed: AtomicU64::new(0),
             }),
             Arc::new(()),
         )?;

@@ -293,10 +293,19 @@ fn parameter_services_answer_what_ros2_param_asks() {
         .unwrap();
     let events = Arc::new(Mutex::new(Vec::<ParameterEvent>::new()));
     let e = events.clone();
+    // One permit per event of the node: the last one is published by the last call's service
+    // callback, and reaches this subscription after that call has returned.
+    let arrived = Arc::new(tokio::sync::Semaphore::new(0));
+    let a = arrived.clone();
     let _events = tool
         .create_subscription::<ParameterEvent, _>(
             "/parameter_events".qos(QoSProfile::parameter_events()),
-            move |m: Arc<ParameterEvent>| e.lock().unwrap().push((*m).clone()),
+            move |m: Arc<ParameterEvent>| {
+                if m.node == "/r/robot" {
+                    a.add_permits(1);
+                }
+                e.lock().unwrap().push((*m).clone())
+            },
         )
         .unwrap();
     let get = tool
@@ -457,6 +466,7 @@ fn parameter_services_answer_what_ros2_param_asks() {
 
     // The events: every change, from the node, in order (declarations came before the
     // subscription; this transport keeps no history for a volatile topic).
+    common::spin_until(&executor, common::count_to(&arrived, 3));
     let events = events.lock().unwrap().clone();
     let changed: Vec<(String, Vec<String>, Vec<String>)> = events
         .iter()

@@ -40,7 +40,7 @@ use serde::Serialize;
 
 use crate::anyhow_free::Result;
 use crate::clock;
-use crate::report::{write_json, Window, WindowStats};
+use crate::report::{write_json, ThreadStats, Window, WindowStats};
 
 const WARMUP: Duration = Duration::from_millis(300);
 
@@ -63,6 +63,58 @@ pub struct Row {
     pub cpu_cores: f64,
     pub steal_percent: f64,
     pub window_secs: f64,
+    /// CPU, run-queue wait and context switches of the process's threads, by name.
+    pub threads: Vec<ThreadStats>,
+    /// rclev only: where the window's ticks went.
+    pub tick_path: Option<TickPath>,
+}
+
+/// rclev's tick path over the window, from `Executor::stats().timers`.
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct TickPath {
+    pub handed_over: u64,
+    /// Dropped at hand-over: the worker had not taken the previous tick.
+    pub dropped_worker_busy: u64,
+    /// Skipped: the tick path (scheduler, or a worker pulling) came more than a period late.
+    pub dropped_late: u64,
+    /// Mean of how late the scheduler thread woke after its planned hand-off time (µs).
+    pub scheduler_overshoot_mean_us: f64,
+    /// Ticks the worker took after their deadline, and their mean lateness then (µs).
+    pub worker_late: u64,
+    pub worker_late_mean_us: f64,
+    /// Ticks the worker took early, and how long it then waited for the deadline (mean µs).
+    pub worker_early: u64,
+    pub worker_wait_mean_us: f64,
+    /// Of those waits, the ones spent in a kernel sleep.
+    pub worker_slept: u64,
+}
+
+impl TickPath {
+    fn between(a: &rclev::TimerStats, b: &rclev::TimerStats) -> Self {
+        let mean = |ns: u64, n: u64| {
+            if n == 0 {
+                0.0
+            } else {
+                ns as f64 / n as f64 / 1000.0
+            }
+        };
+        let worker_late = b.worker_late - a.worker_late;
+        let worker_early = b.worker_early - a.worker_early;
+        TickPath {
+            handed_over: b.handed_over - a.handed_over,
+            dropped_worker_busy: b.dropped_worker_busy - a.dropped_worker_busy,
+            dropped_late: b.dropped_late - a.dropped_late,
+            scheduler_overshoot_mean_us: mean(
+                b.scheduler_overshoot_ns - a.scheduler_overshoot_ns,
+                b.scheduler_timed_wakeups - a.scheduler_timed_wakeups,
+            ),
+            worker_late,
+            worker_late_mean_us: mean(b.worker_late_ns - a.worker_late_ns, worker_late),
+            worker_early,
+            worker_wait_mean_us: mean(b.worker_early_ns - a.worker_early_ns, worker_early),
+            worker_slept: b.worker_slept - a.worker_slept,
+        }
+    }
 }
 
 /// Counts fires and lateness inside the window.
@@ -140,6 +192,8 @@ impl Recorder {
             cpu_cores: stats.cpu_cores,
             steal_percent: stats.steal_percent,
             window_secs: window,
+            threads: stats.threads,
+            tick_path: None,
         }
     }
 }
@@ -171,11 +225,22 @@ fn run_rclev(timers: usize, rate: f64, secs: f64, options: &ExecutorOptions) -> 
             })
         })
         .collect::<rclev::Result<Vec<_>>>()?;
-    let watch = rec.watch();
-    crate::report_spin(executor.spin(SpinOptions::default().timeout(rec.total_run())));
+    let (stats, path) = std::thread::scope(|s| {
+        let watch = s.spawn(|| {
+            sleep_until(rec.start);
+            let (w, before) = (Window::start(), executor.stats().timers);
+            sleep_until(rec.end);
+            let stats = w.finish();
+            (stats, TickPath::between(&before, &executor.stats().timers))
+        });
+        crate::report_spin(executor.spin(SpinOptions::default().timeout(rec.total_run())));
+        watch.join()
+    })
+    .map_err(|_| "window thread panicked")?;
     drop(handles);
-    let stats = watch.join().map_err(|_| "window thread panicked")?;
-    Ok(rec.row("rclev", timers, rate, stats))
+    let mut row = rec.row("rclev", timers, rate, stats);
+    row.tick_path = Some(path);
+    Ok(row)
 }
 
 fn run_reference(timers: usize, rate: f64, secs: f64) -> Result<Row> {
@@ -356,6 +421,8 @@ pub struct Options<'a> {
     pub repeat: usize,
     /// CPU hogs beside each measurement.
     pub load: usize,
+    /// Print each cell's per-thread accounting and rclev's tick path.
+    pub verbose: bool,
 }
 
 /// CPU hogs in processes of their own, killed on drop (and each bounded by `limit` anyway, so
@@ -414,7 +481,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// One row per variant and rate: each column's median over the repetitions, with the range of
-/// `percent`.
+/// `percent` (the per-thread and tick-path details are the first repetition's).
 fn median_rows(rows: &[Row]) -> Vec<Row> {
     let mut out: Vec<Row> = Vec::new();
     for r in rows {
@@ -509,6 +576,9 @@ pub fn run(opts: Options<'_>) -> Result {
                     "        {:.1}% of target, p50 {:.1} µs, {:.3} cores, steal {:.2}%",
                     row.percent, row.late_p50_us, row.cpu_cores, row.steal_percent
                 );
+                if opts.verbose {
+                    print_diagnosis(&row);
+                }
                 rows.push(row);
             }
         }
@@ -532,9 +602,33 @@ pub fn run(opts: Options<'_>) -> Result {
     Ok(())
 }
 
+/// Per-thread CPU, run-queue wait and context switches, and where rclev's ticks went.
+fn print_diagnosis(row: &Row) {
+    for t in row.threads.iter().filter(|t| t.cpu_cores >= 0.001) {
+        eprintln!(
+            "          thread {:<16} ×{} {:.3} cores, waiting for a CPU {:.3} s/s, {:.0} sleeps/s, {:.0} preemptions/s",
+            t.name, t.threads, t.cpu_cores, t.runqueue_wait, t.voluntary_per_s, t.involuntary_per_s
+        );
+    }
+    if let Some(p) = &row.tick_path {
+        eprintln!(
+            "          ticks: {} handed over, dropped {} (worker busy) + {} (late); scheduler overshoot {:.1} µs; worker late {} × {:.1} µs, early {} × {:.1} µs ({} slept)",
+            p.handed_over,
+            p.dropped_worker_busy,
+            p.dropped_late,
+            p.scheduler_overshoot_mean_us,
+            p.worker_late,
+            p.worker_late_mean_us,
+            p.worker_early,
+            p.worker_wait_mean_us,
+            p.worker_slept
+        );
+    }
+}
+
 fn print_table(rows: &[Row]) {
     println!(
-        "{:<15} {:>6} {:>10} {:>12} {:>8} {:>15} {:>9} {:>9} {:>10} {:>6} {:>6}",
+        "{:<15} {:>6} {:>10} {:>12} {:>8} {:>15} {:>9} {:>9} {:>10} {:>6} {:>9} {:>6}",
         "variant",
         "timers",
         "target/s",
@@ -545,6 +639,7 @@ fn print_table(rows: &[Row]) {
         "p50 µs",
         "p99 µs",
         "cores",
+        "µs/tick",
         "steal%"
     );
     for r in rows {
@@ -552,7 +647,7 @@ fn print_table(rows: &[Row]) {
             .percent_range
             .map_or(String::new(), |(lo, hi)| format!("{lo:.2}–{hi:.2}"));
         println!(
-            "{:<15} {:>6} {:>10.0} {:>12.0} {:>8.2} {:>15} {:>9} {:>9.1} {:>10.1} {:>6.3} {:>6.2}",
+            "{:<15} {:>6} {:>10.0} {:>12.0} {:>8.2} {:>15} {:>9} {:>9.1} {:>10.1} {:>6.3} {:>9.1} {:>6.2}",
             r.variant,
             r.timers,
             r.target_hz,
@@ -563,6 +658,7 @@ fn print_table(rows: &[Row]) {
             r.late_p50_us,
             r.late_p99_us,
             r.cpu_cores,
+            1e6 * r.cpu_cores / r.achieved_hz.max(f64::MIN_POSITIVE),
             r.steal_percent
         );
     }

@@ -449,6 +449,10 @@ enum BenchCommand {
         /// CPU hogs (processes of their own) running beside each measurement.
         #[arg(long, default_value_t = 0)]
         load: usize,
+        /// After each cell, print per-thread CPU, run-queue wait and context switches, and
+        /// where rclev's ticks went (dropped where, each thread's lateness).
+        #[arg(long)]
+        verbose: bool,
     },
 }
 
@@ -625,6 +629,7 @@ fn run() -> anyhow_free::Result {
             runtime_threads,
             repeat,
             load,
+            verbose,
         }) => {
             let mut executor = rclev::ExecutorOptions::default();
             if let Some(worker_threads) = runtime_threads {
@@ -647,6 +652,7 @@ fn run() -> anyhow_free::Result {
                 executor,
                 repeat,
                 load,
+                verbose,
             })
         }
     }

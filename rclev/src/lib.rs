@@ -66,7 +66,7 @@ pub use qos::{
 };
 pub use timer::{
     IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerOptions,
-    TimerPrecision, TimerState,
+    TimerPrecision, TimerState, TimerStats,
 };
 
 /// The README's examples, compiled and run as doc tests.

@@ -75,6 +75,8 @@ pub(crate) fn spawn_worker(
             exec.host().clone(),
             Box::new(()),
             SpinPolicy::new(Duration::ZERO),
+            // No alarm: timers in the models are handed over by the scheduler only.
+            crate::executor::alarm::WorkerAlarm::new(false, false),
         ))
     })
 }

@@ -6,7 +6,7 @@
 //! | 0 | `sync`, `error`, `handle`, and leaf data modules that import nothing: `msg/cdr`, `action/state` |
 //! | 1 | `msg`, `interfaces`, `qos`, `parameter`, `node/names` |
 //! | 2 | `clock`, `transport` |
-//! | 3 | executor core: `executor/{core,dispatch,direct,mailbox,worker,fence}`, `node/callback` |
+//! | 3 | executor core: `executor/{core,dispatch,direct,mailbox,worker,fence,alarm}`, `node/callback` |
 //! | 4 | `timer` |
 //! | 5 | `context`, `executor/mod` (the `Executor`), `executor/shared` (`ExecutorShared`), `executor/sigint` (Ctrl-C during spins) |
 //! | 6 | `node`, `logging` |
@@ -38,6 +38,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("executor/mailbox.rs", 3),
     ("executor/worker.rs", 3),
     ("executor/fence.rs", 3),
+    ("executor/alarm.rs", 3),
     ("node/callback.rs", 3),
     ("timer/", 4),
     ("context.rs", 5),

@@ -498,3 +498,127 @@ fn a_callback_can_change_its_own_timer() {
     assert_eq!(oneshots.load(Ordering::SeqCst), 1);
     assert!(timer.time_until_next_call().is_none());
 }
+
+/// `(expected call time, missed ticks)` per call, in call order.
+type Calls = Arc<Mutex<Vec<(i64, u64)>>>;
+
+/// A repeating timer recording its calls.
+fn recording_timer(node: &rclev::Node, period: Duration) -> (rclev::Timer, Calls) {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let c = calls.clone();
+    let timer = node
+        .create_timer_repeating(period, move |info: TimerInfo| {
+            c.lock()
+                .unwrap()
+                .push((info.expected_call_time.nanos, info.missed_ticks));
+        })
+        .unwrap();
+    (timer, calls)
+}
+
+/// Fast timers (500 Hz and up) are paced by their worker: it pulls each next tick itself and
+/// sleeps to it, and the scheduler thread only checks on it now and then. The grid and the
+/// missed-tick accounting are those of any timer.
+#[test]
+fn fast_timers_are_paced_by_their_worker() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("paced").unwrap();
+    let period = Duration::from_micros(500);
+    let (timer, calls) = recording_timer(&node, period);
+    let before = executor.stats();
+    spin_for(&executor, Duration::from_millis(300));
+    let after = executor.stats();
+    drop(timer);
+    let calls = calls.lock().unwrap();
+    assert!(calls.len() > 20, "{} calls", calls.len());
+    // On the grid, and every grid point between the first and the last call either called or
+    // counted as missed.
+    let p = period.as_nanos() as i64;
+    let (first, last) = (calls[0].0, calls[calls.len() - 1].0);
+    for (t, _) in calls.iter() {
+        assert_eq!((t - first) % p, 0, "off the grid");
+    }
+    let accounted: u64 = calls[1..].iter().map(|(_, missed)| 1 + missed).sum();
+    assert_eq!(accounted, ((last - first) / p) as u64);
+    // The worker slept to the ticks on its alarm; the scheduler thread woke for the first
+    // tick and the watchdog (every 100 ms), not for every tick.
+    let ticks = after.timers.handed_over - before.timers.handed_over;
+    assert!(after.timers.worker_slept > before.timers.worker_slept);
+    let scheduler = after.timer_thread_wakeups - before.timer_thread_wakeups;
+    assert!(
+        scheduler * 4 < ticks,
+        "{scheduler} scheduler wake-ups for {ticks} ticks"
+    );
+}
+
+/// Paced timers sharing a worker run in deadline order, as timers the scheduler hands over do,
+/// to within the busy-wait window (`MIN_SLEEP` plus the alarm margin, ~25 µs): after a stall
+/// of the worker, a tick that became due while another was already queued to run may follow
+/// it. Calls started more than 500 µs late (a stall) are left out of the check.
+#[test]
+fn paced_timers_on_one_worker_run_in_deadline_order() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("paced_order").unwrap();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let timers: Vec<_> = [500u64, 700, 900]
+        .into_iter()
+        .map(|us| {
+            let c = calls.clone();
+            node.create_timer_repeating(Duration::from_micros(us), move |info: TimerInfo| {
+                c.lock().unwrap().push((
+                    info.expected_call_time.nanos,
+                    info.actual_call_time.nanos - info.expected_call_time.nanos,
+                ));
+            })
+            .unwrap()
+        })
+        .collect();
+    spin_for(&executor, Duration::from_millis(200));
+    drop(timers);
+    let calls = calls.lock().unwrap();
+    assert!(calls.len() > 30, "{} calls", calls.len());
+    let on_time: Vec<i64> = calls
+        .iter()
+        .filter(|(_, late)| *late < 500_000)
+        .map(|(expected, _)| *expected)
+        .collect();
+    const WINDOW_NS: i64 = 30_000;
+    let inversions: Vec<_> = on_time
+        .windows(2)
+        .filter(|w| w[0] - w[1] > WINDOW_NS)
+        .collect();
+    assert!(
+        inversions.is_empty(),
+        "paced timers ran out of deadline order: {inversions:?}"
+    );
+}
+
+/// A paced timer stops at `cancel` (its pulled tick waiting on the alarm included), comes back
+/// with `reset`, and stops for good when dropped; after the cancel the scheduler thread sleeps.
+#[test]
+fn a_paced_timer_cancels_resets_and_drops() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("paced_cancel").unwrap();
+    let (timer, calls) = recording_timer(&node, Duration::from_micros(500));
+    spin_for(&executor, Duration::from_millis(50));
+    assert!(!calls.lock().unwrap().is_empty());
+    timer.cancel();
+    let n = calls.lock().unwrap().len();
+    // The cancel woke the scheduler thread to go idle; let it.
+    std::thread::sleep(Duration::from_millis(20));
+    let before = executor.stats();
+    spin_for(&executor, Duration::from_millis(50));
+    assert_eq!(calls.lock().unwrap().len(), n, "called after cancel");
+    assert_eq!(
+        executor.stats().timer_thread_wakeups,
+        before.timer_thread_wakeups,
+        "the scheduler thread woke for a cancelled timer"
+    );
+    timer.reset();
+    spin_for(&executor, Duration::from_millis(50));
+    let n = calls.lock().unwrap().len();
+    assert!(n > 1);
+    drop(timer);
+    spin_for(&executor, Duration::from_millis(30));
+    assert_eq!(calls.lock().unwrap().len(), n, "called after the drop");
+}

@@ -78,6 +78,9 @@ impl DirectRunner for WorkerLender {
                     shut_down: &|| host.is_shut_down(),
                     mailbox,
                     later_in_round: false,
+                    // The worker's alarm is the worker's: an entity run here waits itself.
+                    wake_at: None,
+                    alarm_deadline: None,
                 };
                 // As in `run_batch`: user callbacks are guarded inside `execute`.
                 if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -37,6 +37,7 @@
 
 use std::any::Any;
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::Instant;
 
 use futures::future::BoxFuture;
 
@@ -80,6 +81,11 @@ pub(crate) struct ExecContext<'a> {
     pub(crate) mailbox: &'a Mailbox,
     /// Items of the worker's current round wait after this one.
     pub(crate) later_in_round: bool,
+    /// Where the entity asks to be run again at a time ([`Self::sleep_until`]): the wake-up
+    /// and the deadline it waits for. `None` where the worker has no alarm (see `alarm`).
+    pub(crate) wake_at: Option<&'a mut Option<(Instant, Instant)>>,
+    /// The earliest deadline other entities wait for on the worker's alarm.
+    pub(crate) alarm_deadline: Option<Instant>,
 }
 
 /// A callback was not started: the executor shut down or the entity stopped it (closed,
@@ -93,6 +99,31 @@ impl ExecContext<'_> {
     /// while nothing does.
     pub(crate) fn others_waiting(&self) -> bool {
         self.later_in_round || self.mailbox.has_items()
+    }
+
+    /// Asks the worker to run this entity again at `wake`, for something due at `deadline`
+    /// (it is queued then, as if notified), so it can wait for a time without holding the
+    /// worker. `false` if this worker cannot (no alarm on its runtime, or run on a receive
+    /// thread): the entity must wait itself.
+    pub(crate) fn sleep_until(&mut self, wake: Instant, deadline: Instant) -> bool {
+        match &mut self.wake_at {
+            Some(slot) => {
+                **slot = Some((wake, deadline));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether another entity waits on the worker's alarm for a deadline before `deadline`:
+    /// then this one must not busy-wait ahead of it.
+    pub(crate) fn earlier_deadline_waiting(&self, deadline: Instant) -> bool {
+        self.alarm_deadline.is_some_and(|d| d < deadline)
+    }
+
+    /// Whether [`Self::sleep_until`] is available here.
+    pub(crate) fn can_sleep(&self) -> bool {
+        self.wake_at.is_some()
     }
 
     /// Starts a user callback through the worker's start fence (see `fence`): unless the
@@ -223,6 +254,19 @@ impl EntityDispatch {
             // Unbound (cannot happen after bind) or the mailbox is closed: nothing will ever
             // run this entity, so leave `pending` set and deliver nothing.
             _ => false,
+        }
+    }
+
+    /// [`notify`](Self::notify), called by the entity's own worker between rounds, queueing
+    /// the entity ahead of everything already queued (its alarm went off: it runs before work
+    /// that arrived meanwhile, e.g. ticks of later deadlines).
+    pub(crate) fn notify_first(&self) {
+        if self.pending.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(target) = self.target.get() {
+            self.mailbox
+                .requeue_front(std::iter::once(MailItem::Entity(target.clone())));
         }
     }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
+pub(crate) mod alarm;
 pub(crate) mod core;
 pub(crate) mod direct;
 pub(crate) mod dispatch;
@@ -142,13 +143,16 @@ impl SpinOptions {
     }
 }
 
-/// Counters for observing the executor (e.g. that an idle executor never wakes up).
+/// Counters for observing the executor (e.g. that an idle executor never wakes up, or where
+/// timer ticks go on a busy host).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ExecutorStats {
     /// Times any worker task was polled (woken).
     pub worker_wakeups: u64,
     /// Times the timer scheduler thread woke up.
     pub timer_thread_wakeups: u64,
+    /// The tick path: ticks handed over and dropped, and each thread's lateness.
+    pub timers: crate::timer::TimerStats,
 }
 
 /// The executor. Create it from a [`Context`], create nodes on it, then spin.
@@ -207,6 +211,7 @@ impl Executor {
             context,
             handle,
             dedicated_workers,
+            runtime.is_some(),
             options,
             timers,
         ));
@@ -283,6 +288,7 @@ impl Executor {
                 .map(|m| m.wakeups.load(Ordering::Relaxed))
                 .sum(),
             timer_thread_wakeups: self.shared.timers.wakeups(),
+            timers: self.shared.timers.stats(),
         }
     }
 

@@ -23,6 +23,10 @@ pub(crate) struct ExecutorShared {
     pub(super) handle: Handle,
     /// Workers run on threads of their own (see [`RuntimeChoice::ThreadPerWorker`]).
     pub(super) dedicated_workers: bool,
+    /// Workers' runtimes are the executor's own, built with an I/O driver, so workers can
+    /// sleep to timer deadlines on an alarm (see `alarm`). An adopted runtime may lack the
+    /// driver (Tokio panics on use then), so its workers do without.
+    pub(super) workers_have_alarms: bool,
     /// What the workers see of the executor (layer 3: the executor core).
     pub(super) host: Arc<WorkerHost>,
     pub(super) options: ExecutorOptions,
@@ -40,6 +44,7 @@ impl ExecutorShared {
         context: Context,
         handle: Handle,
         dedicated_workers: bool,
+        workers_have_alarms: bool,
         options: ExecutorOptions,
         timers: TimerScheduler,
     ) -> Self {
@@ -49,6 +54,7 @@ impl ExecutorShared {
             context,
             handle,
             dedicated_workers,
+            workers_have_alarms,
             host: Arc::new(WorkerHost::new(
                 shared_multi_thread,
                 options.error_handler.clone(),
@@ -77,6 +83,7 @@ impl ExecutorShared {
         let shared = Arc::new(Self::new(
             Context::default(),
             handle,
+            false,
             false,
             options,
             timers,
@@ -133,15 +140,21 @@ impl ExecutorShared {
             self.host.clone(),
             payload,
             worker::SpinPolicy::new(self.options.worker_spin),
+            super::alarm::WorkerAlarm::new(self.workers_have_alarms, self.dedicated_workers),
         );
         if self.dedicated_workers {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(|e| Error::Runtime(format!("cannot build a worker runtime: {e}")))?;
+            let slack = self.options.timer_precision.timer_slack;
             std::thread::Builder::new()
                 .name(format!("rclev-{name}"))
-                .spawn(move || rt.block_on(task))
+                .spawn(move || {
+                    // The worker sleeps to timer deadlines on this thread (see `alarm`).
+                    crate::timer::set_thread_timer_slack(slack);
+                    rt.block_on(task)
+                })
                 .map_err(|e| Error::Runtime(format!("cannot start a worker thread: {e}")))?;
         } else {
             self.handle.spawn(task);

@@ -14,8 +14,9 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 
+use super::alarm::{Unparker, WorkerAlarm};
 use super::core::WorkerHost;
-use super::dispatch::ExecContext;
+use super::dispatch::{ExecContext, Executable};
 use super::mailbox::{MailItem, Mailbox, Take, WorkerPayload};
 use crate::error::{panic_message, Error};
 
@@ -87,6 +88,7 @@ pub(crate) async fn run_worker(
     exec: Arc<WorkerHost>,
     payload: WorkerPayload,
     mut spin: SpinPolicy,
+    mut alarm: WorkerAlarm,
 ) {
     // `None` while the worker is parked and its payload waits in the mailbox, where a receive
     // thread may borrow it (see `mailbox`): who holds the payload runs the callbacks.
@@ -100,6 +102,9 @@ pub(crate) async fn run_worker(
     let mut in_flight: FuturesUnordered<BoxFuture<'static, ()>> = FuturesUnordered::new();
     // When the worker last ran out of work; `None` while it has work.
     let mut idle_since: Option<Instant> = None;
+    let mut alarm_due: Vec<std::sync::Weak<dyn Executable>> = Vec::new();
+    // Wakes this thread too, for a worker that may block it on its alarm.
+    let unparker = Unparker::for_this_thread();
     let report = |e: Error| exec.report(e);
 
     poll_fn(|cx| {
@@ -138,6 +143,13 @@ pub(crate) async fn run_worker(
                 while let Poll::Ready(Some(())) = in_flight.poll_next_unpin(cx) {}
             }
 
+            // Entities whose alarm went off are queued again (see `alarm`), first and in
+            // deadline order.
+            alarm.take_due(Instant::now(), &mut alarm_due);
+            for entity in alarm_due.drain(..).rev().filter_map(|e| e.upgrade()) {
+                entity.dispatch().notify_first();
+            }
+
             // A non-empty batch was taken by the parking `take` below and is run here.
             let taken = if batch.is_empty() {
                 mailbox.take(&mut batch, None, &mut payload)
@@ -159,7 +171,15 @@ pub(crate) async fn run_worker(
                     let Some(payload) = payload.as_deref_mut() else {
                         unreachable!("a worker took items without its payload");
                     };
-                    run_batch(&mailbox, &mut batch, payload, &mut spawned, &report, &exec);
+                    run_batch(
+                        &mailbox,
+                        &mut batch,
+                        payload,
+                        &mut spawned,
+                        &report,
+                        &exec,
+                        &mut alarm,
+                    );
                     for fut in spawned.drain(..) {
                         in_flight.push(fenced(fut, &mailbox, &exec));
                     }
@@ -182,18 +202,39 @@ pub(crate) async fn run_worker(
                 // when it is parked. Otherwise a worker that spins because work comes often
                 // would turn every direct delivery into a hand-off to itself, and keep spinning.
                 mailbox.lend_while_spinning(&mut payload);
-                while !mailbox.has_items() && since.elapsed() < spin.window {
+                let spin_until = alarm
+                    .next()
+                    .map_or(since + spin.window, |t| t.min(since + spin.window));
+                while !mailbox.has_items() && Instant::now() < spin_until {
                     std::hint::spin_loop();
                 }
-                if mailbox.has_items() {
+                if mailbox.has_items() || alarm.next().is_some_and(|t| t <= Instant::now()) {
                     continue;
                 }
             }
-            match mailbox.take(&mut batch, Some(cx.waker()), &mut payload) {
+            // With an alarm waiting, either block the thread until it (woken early by
+            // anything that would wake the task: the waker registered below unparks it), or
+            // arm the kernel timer before parking, so that it going off from here on wakes
+            // this task.
+            let block_until = alarm
+                .next()
+                .filter(|_| alarm.may_block(in_flight.is_empty()));
+            if block_until.is_none() && alarm.poll_arm(cx).is_ready() {
+                continue;
+            }
+            let waker = match block_until {
+                Some(_) => unparker.waker(cx.waker()),
+                None => cx.waker().clone(),
+            };
+            match mailbox.take(&mut batch, Some(&waker), &mut payload) {
                 Take::Closed => return Poll::Ready(()),
                 Take::Items => continue,
                 Take::Empty => {
                     exec.notify_idle();
+                    if let Some(at) = block_until {
+                        alarm.block_until(at);
+                        continue;
+                    }
                     return Poll::Pending;
                 }
                 Take::Lent => return Poll::Pending,
@@ -219,7 +260,9 @@ fn run_batch(
     spawned: &mut Vec<BoxFuture<'static, ()>>,
     report: &dyn Fn(Error),
     exec: &WorkerHost,
+    alarm: &mut WorkerAlarm,
 ) {
+    let can_sleep = alarm.available();
     let mut items = batch.drain(..);
     while let Some(item) = items.next() {
         // Checked per item: after shutdown no further callback starts, and after the last
@@ -239,12 +282,18 @@ fn run_batch(
             shut_down: &|| exec.is_shut_down(),
             mailbox,
             later_in_round: items.len() > 0,
+            wake_at: None,
+            alarm_deadline: alarm.earliest_deadline(),
         };
         match item {
             MailItem::Entity(weak) => {
                 let Some(entity) = weak.upgrade() else {
                     continue;
                 };
+                let mut wake_at = None;
+                if can_sleep {
+                    cx.wake_at = Some(&mut wake_at);
+                }
                 entity.dispatch().begin();
                 // User callbacks are guarded inside `execute`; this catches a panic in rclev's
                 // own entity code, which would otherwise end the worker's task without a word.
@@ -255,6 +304,10 @@ fn run_batch(
                         entity: "entity (internal)".into(),
                         message: panic_message(&*p),
                     });
+                }
+                // `cx` (which borrows `wake_at`) is not used after `execute`.
+                if let Some((wake, deadline)) = wake_at {
+                    alarm.add(wake, deadline, weak);
                 }
             }
             MailItem::Job(job) => {

@@ -10,6 +10,14 @@ use crate::clock::{ClockType, Time};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
 use crate::sync::{model_lock as lock, Ordering};
 
+/// The shortest wait worth the worker's alarm: below it, arming the kernel timer and waking
+/// cost about as much as busy-waiting.
+const MIN_SLEEP: Duration = Duration::from_micros(10);
+
+/// The alarm margin's ceiling: a worker woken this late by its alarm is stalled, not slow,
+/// and a larger margin would only busy-wait more.
+const MAX_ALARM_MARGIN: Duration = Duration::from_micros(100);
+
 /// The worker runs this when the timer's mailbox entry comes up.
 impl Executable for TimerCore {
     fn execute(&self, cx: &mut ExecContext<'_>) {
@@ -18,7 +26,7 @@ impl Executable for TimerCore {
         let stops = self.stops.load(Ordering::SeqCst);
         let (info, mut callback, version) = {
             let mut slot = lock(&self.callback);
-            let Some((mut info, stamp)) = self.take_tick() else {
+            let Some((mut info, stamp)) = self.take_tick(cx) else {
                 return;
             };
             info.missed_ticks = self.missed_before(stamp, slot.last_stamp);
@@ -41,9 +49,14 @@ impl Executable for TimerCore {
             Some(&self.gate),
             not_stopped,
         );
-        let mut slot = lock(&self.callback);
-        if slot.version == version {
-            slot.callback = callback;
+        {
+            let mut slot = lock(&self.callback);
+            if slot.version == version {
+                slot.callback = callback;
+            }
+        }
+        if cx.can_sleep() {
+            self.pull_next_tick(cx);
         }
     }
 
@@ -52,10 +65,13 @@ impl Executable for TimerCore {
     }
 
     fn arrivals_need_spin(&self) -> bool {
-        // Sim ticks come with /clock, whose subscription decides; wall ticks need the worker
-        // spinning only when the hand-off lead is pinned at its cap, i.e. cannot grow to cover
-        // the worker's wake-up (periods of a few tens of µs).
-        !self.tick.sim.load(Ordering::Relaxed) && self.sched.lead_is_capped()
+        // Sim ticks come with /clock, whose subscription decides; ticks the worker pulls come
+        // on its alarm. Other wall ticks need the worker spinning only when the hand-off lead
+        // is pinned at its cap, i.e. cannot grow to cover the worker's wake-up (periods of a
+        // few tens of µs on a worker without an alarm).
+        !self.tick.sim.load(Ordering::Relaxed)
+            && !self.pacing.pulled.load(Ordering::Relaxed)
+            && self.sched.lead_is_capped()
     }
 }
 
@@ -96,9 +112,112 @@ impl TimerCore {
         }
     }
 
+    /// Pacing: right after a tick ran, takes the timer's next tick from the scheduler's heap
+    /// if it is due soon (`SchedulerCore::pull`) and sets the worker's alarm for it; a tick
+    /// too close for the alarm is queued at once (and busy-waited). One-shot, simulated-time
+    /// and slow timers are left to the scheduler thread, and so is a timer with a tick still
+    /// waiting (it runs next, and pulls after it).
+    fn pull_next_tick(&self, cx: &mut ExecContext<'_>) {
+        let deadline = if self.mode.load(Ordering::Acquire) == super::core::MODE_ONESHOT
+            || self.is_canceled()
+            || self.tick.due.load(Ordering::Acquire) != Stamp::NONE
+        {
+            None
+        } else {
+            // Lock order: `lane`, then the scheduler's state (see `CallbackSlot`).
+            let lane = lock(&self.lane);
+            match *lane {
+                super::core::Lane::Wall(id) => self.sched.pull(id),
+                super::core::Lane::Sim(_) => None,
+            }
+        };
+        self.pacing
+            .pulled
+            .store(deadline.is_some(), Ordering::Relaxed);
+        if let Some(deadline) = deadline {
+            // Through the alarm even when too close to sleep (then due at once): it orders
+            // the ticks waiting there by deadline, which the mailbox's queue would not.
+            if !self.sleep_until_due(deadline, cx, true) {
+                self.tick.dispatch.notify();
+            }
+        }
+    }
+
+    /// If the waiting tick is a wall tick of a timer the worker paces, due later than the
+    /// alarm margin plus [`MIN_SLEEP`], leaves it in `due` and has the worker's alarm run the
+    /// timer again shortly before its deadline. Whether it did. Ticks the scheduler thread
+    /// handed over (a timer's first, one-shots, slow timers) are busy-waited as they come, at
+    /// most the hand-off lead: that keeps them in the scheduler's deadline order. Either kind
+    /// waits behind a tick of an earlier deadline already waiting on the alarm.
+    fn defer_to_alarm(&self, cx: &mut ExecContext<'_>) -> bool {
+        if !cx.can_sleep() {
+            return false;
+        }
+        let waiting = self.tick.due.load(Ordering::Acquire);
+        if waiting == Stamp::NONE || waiting.is_sim() || !self.tick.is_current(waiting) {
+            return false;
+        }
+        let deadline = self.sched.epoch + Duration::from_nanos(waiting.nanos());
+        if self.pacing.pulled.load(Ordering::Relaxed) {
+            self.sleep_until_due(deadline, cx, false)
+        } else {
+            cx.earlier_deadline_waiting(deadline) && cx.sleep_until(Instant::now(), deadline)
+        }
+    }
+
+    /// Sets the worker's alarm for a tick due at `deadline`, the margin before it, unless
+    /// that is less than [`MIN_SLEEP`] away. Whether it did. A tick too close to sleep for
+    /// still goes through the alarm, due at once, when `always` or when a tick of an earlier
+    /// deadline waits there: busy-waiting for it here would make that one late, and the alarm
+    /// runs them in deadline order.
+    fn sleep_until_due(&self, deadline: Instant, cx: &mut ExecContext<'_>, always: bool) -> bool {
+        let margin = Duration::from_nanos(self.pacing.margin_ns.load(Ordering::Relaxed));
+        let now = Instant::now();
+        let wake = deadline.checked_sub(margin).unwrap_or(now);
+        let wake = if wake < now + MIN_SLEEP {
+            if !(always || cx.earlier_deadline_waiting(deadline)) {
+                return false;
+            }
+            now
+        } else {
+            wake
+        };
+        if !cx.sleep_until(wake, deadline) {
+            return false;
+        }
+        self.pacing.on_alarm.store(true, Ordering::Relaxed);
+        self.sched.counters.worker_slept();
+        true
+    }
+
+    /// Adapts the alarm margin to a tick that the alarm brought `early_ns` before its
+    /// deadline (negative: after it), by a fixed step either way: the margin settles where half
+    /// the ticks arrive in time (median lateness ~0) rather than where nearly all do. Covering
+    /// the tail of the wake-up latency would make every tick busy-wait it, and on a busy host a
+    /// thread that burns more CPU waits longer for one whenever it wakes, which costs more
+    /// ticks than it saves (measured: README, "Timers on a busy host"). Never above a quarter
+    /// of the period, so a fast timer still sleeps most of each period.
+    fn alarm_arrived(&self, early_ns: i64) {
+        const STEP: i64 = 500;
+        let margin = self.pacing.margin_ns.load(Ordering::Relaxed) as i64;
+        let cap = (self.period.as_nanos() / 4).min(MAX_ALARM_MARGIN.as_nanos()) as i64;
+        let next = if early_ns < 1_000 {
+            margin + STEP
+        } else {
+            margin - STEP
+        };
+        self.pacing
+            .margin_ns
+            .store(next.clamp(0, cap) as u64, Ordering::Relaxed);
+    }
+
     /// Takes the handed-over tick and works out its call times (all but `missed_ticks`); `None`
-    /// if there is none. Returns the tick's stamp too.
-    fn take_tick(&self) -> Option<(TimerInfo, Stamp)> {
+    /// if there is none, or if it was left waiting on the worker's alarm. Returns the tick's
+    /// stamp too.
+    fn take_tick(&self, cx: &mut ExecContext<'_>) -> Option<(TimerInfo, Stamp)> {
+        if self.defer_to_alarm(cx) {
+            return None;
+        }
         let stamp = self.tick.due.swap(Stamp::NONE, Ordering::AcqRel);
         // A drop removed the timer, which raised the floor: its ticks are no longer current.
         if stamp == Stamp::NONE || self.is_canceled() || !self.tick.is_current(stamp) {
@@ -122,7 +241,13 @@ impl TimerCore {
         let mut now = Instant::now();
         let early = expected.saturating_duration_since(now).as_nanos() as i64
             - now.saturating_duration_since(expected).as_nanos() as i64;
-        self.sched.worker_arrived(early);
+        if self.pacing.on_alarm.swap(false, Ordering::Relaxed) {
+            // Brought by the alarm: its margin adapts, not the scheduler's hand-off lead.
+            self.alarm_arrived(early);
+            self.sched.counters.worker_arrived(early);
+        } else {
+            self.sched.worker_arrived(early);
+        }
         while now < expected {
             std::hint::spin_loop();
             now = Instant::now();

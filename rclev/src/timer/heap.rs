@@ -5,6 +5,13 @@
 //! which turns the old heap key into a tombstone that `pop_due` skips. Each slot has at most
 //! one live key, so the heap holds at most `live timers + tombstones` keys; tombstones are
 //! dropped as they reach the top, and [`TimerHeap::compact`] rebuilds when they dominate.
+//!
+//! A repeating timer can be *paced* by its worker, which pulls each next tick itself
+//! ([`TimerHeap::pull`]) right after running one, and then sleeps to its deadline. The slot
+//! still holds the true next deadline (the grid stays here, in the one heap), but its key is
+//! that deadline plus a watchdog interval: the scheduler thread is not woken for every tick of
+//! a paced timer, only once per watchdog interval to see that the worker keeps pulling (a
+//! worker that stopped pulling hands the timer back to the scheduler at that point).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -63,6 +70,8 @@ pub(crate) struct Slot<T, K> {
     /// Zero for a one-shot timer.
     pub(crate) period: Duration,
     generation: u64,
+    /// `Some(watchdog)` while the worker pulls the ticks: the key is `deadline + watchdog`.
+    paced: Option<Duration>,
 }
 
 /// One expiry taken off the heap.
@@ -118,6 +127,7 @@ impl<T, K: GridTime> TimerHeap<T, K> {
             deadline: None,
             period,
             generation: self.generations[id.0],
+            paced: None,
         });
         self.live += 1;
         self.arm(id, deadline);
@@ -132,15 +142,27 @@ impl<T, K: GridTime> TimerHeap<T, K> {
         Some(slot.target)
     }
 
-    /// Re-arms (`Some`) or disarms (`None`, a tombstone that keeps the slot) a timer.
+    /// Re-arms (`Some`) or disarms (`None`, a tombstone that keeps the slot) a timer. The
+    /// scheduler paces it again (a worker pulling ticks resumes with [`Self::pull`]).
     pub(crate) fn arm(&mut self, id: TimerId, deadline: Option<K>) {
+        self.set_key(id, deadline, None);
+    }
+
+    /// Sets the slot's deadline and pacing and pushes its one live key.
+    fn set_key(&mut self, id: TimerId, deadline: Option<K>, paced: Option<Duration>) {
         let Some(Some(slot)) = self.slots.get_mut(id.0) else {
             return;
         };
         slot.generation += 1;
         self.generations[id.0] = slot.generation;
         slot.deadline = deadline;
-        if let Some(deadline) = deadline {
+        slot.paced = paced;
+        let key = match paced {
+            // Past the end of the time axis the watchdog is never needed: no key.
+            Some(watchdog) => deadline.and_then(|d| d.checked_plus(watchdog)),
+            None => deadline,
+        };
+        if let Some(deadline) = key {
             self.keys.push(Reverse(Key {
                 deadline,
                 id,
@@ -180,13 +202,65 @@ impl<T, K: GridTime> TimerHeap<T, K> {
     /// Takes the earliest timer if its deadline is at or before `horizon`, advancing a
     /// repeating timer to its next grid point after `now` (deadline + k·period: no drift, and no
     /// burst after a stall).
+    ///
+    /// A paced timer's key coming up means its watchdog interval passed: if its worker kept
+    /// pulling (the true deadline is still ahead of `horizon`), the key moves on by another
+    /// interval and nothing is taken; otherwise the worker stopped pulling, and the timer is
+    /// the scheduler's again, taken as any other.
     pub(crate) fn pop_due(&mut self, horizon: K, now: K) -> Option<Expiry<T, K>> {
-        let deadline = self.next_deadline()?;
-        if deadline > horizon {
-            return None;
+        loop {
+            let key_deadline = self.next_deadline()?;
+            if key_deadline > horizon {
+                return None;
+            }
+            let Reverse(key) = self.keys.pop()?;
+            let slot = self.slots[key.id.0].as_mut()?;
+            let Some(deadline) = slot.deadline else {
+                continue;
+            };
+            if let Some(watchdog) = slot.paced {
+                if deadline > horizon {
+                    self.set_key(key.id, Some(deadline), Some(watchdog));
+                    continue;
+                }
+            }
+            return Some(self.take(key.id, deadline, now, None));
         }
-        let Reverse(key) = self.keys.pop()?;
-        let slot = self.slots[key.id.0].as_mut()?;
+    }
+
+    /// The worker's pull: if the paced (or to-be-paced) repeating timer `id` has a deadline at
+    /// or before `horizon`, takes it as [`Self::pop_due`] would and keeps the timer paced, its
+    /// key `watchdog` after the new deadline. `None` if it has none that soon; then a paced
+    /// timer goes back to the scheduler, keyed at its deadline, which is returned in `Err`
+    /// so the caller can wake the scheduler thread for it.
+    pub(crate) fn pull(
+        &mut self,
+        id: TimerId,
+        horizon: K,
+        now: K,
+        watchdog: Duration,
+    ) -> Result<Expiry<T, K>, Option<K>> {
+        let Some(slot) = self.slots.get(id.0).and_then(Option::as_ref) else {
+            return Err(None);
+        };
+        let (Some(deadline), false) = (slot.deadline, slot.period.is_zero()) else {
+            return Err(None);
+        };
+        if deadline > horizon {
+            if slot.paced.is_some() {
+                self.arm(id, Some(deadline));
+                return Err(Some(deadline));
+            }
+            return Err(None);
+        }
+        Ok(self.take(id, deadline, now, Some(watchdog)))
+    }
+
+    /// Takes timer `id`'s tick due at `deadline` (at or before `now`: the newest grid point
+    /// not after `now`, the ones before it skipped), re-keying it at the next grid point
+    /// (`paced`: plus the watchdog interval).
+    fn take(&mut self, id: TimerId, deadline: K, now: K, paced: Option<Duration>) -> Expiry<T, K> {
+        let slot = self.slots[id.0].as_ref().expect("taken from a live key");
         // A next grid point past the end of the time axis ends the timer: it can never come.
         let (fire_at, skipped, next) = if slot.period.is_zero() {
             (deadline, 0, None)
@@ -202,12 +276,18 @@ impl<T, K: GridTime> TimerHeap<T, K> {
             (fire_at, k, fire_at.checked_plus(slot.period))
         };
         let target = slot.target.clone();
-        self.arm(key.id, next);
-        Some(Expiry {
+        match (paced, slot.paced) {
+            // Still paced: the key (the watchdog) stays, only the true deadline moves.
+            (Some(_), Some(_)) if next.is_some() => {
+                self.slots[id.0].as_mut().expect("live").deadline = next;
+            }
+            _ => self.set_key(id, next, paced),
+        }
+        Expiry {
             target,
             deadline: fire_at,
             skipped,
-        })
+        }
     }
 
     /// Every armed timer: `(id, deadline, period)` (for re-arming after a clock jump).
@@ -349,6 +429,107 @@ mod tests {
         let fired: Vec<u64> =
             std::iter::from_fn(|| heap.pop_due(end, end).map(|e| *e.target)).collect();
         assert_eq!(fired, (0..10_000).collect::<Vec<_>>());
+    }
+
+    const WATCHDOG: Duration = Duration::from_millis(100);
+
+    #[test]
+    fn a_pulled_timer_stays_on_the_grid_and_out_of_the_schedulers_way() {
+        let t0 = Instant::now();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
+        let id = heap.insert(Arc::new(()), Some(t0 + ms(1)), ms(1));
+        // The worker pulls each tick as the previous one runs, up to 2 ms ahead.
+        for k in 1..=500u64 {
+            let now = t0 + mul(ms(1), k - 1);
+            let e = heap.pull(id, now + ms(2), now, WATCHDOG).ok().unwrap();
+            assert_eq!(e.deadline, t0 + mul(ms(1), k), "tick {k} drifted");
+            assert_eq!(e.skipped, 0);
+            // Until the watchdog interval passes, the scheduler (handing over up to a lead of
+            // at most half a period early) finds nothing to do.
+            let horizon = now + Duration::from_micros(500);
+            assert!(heap.pop_due(horizon, now).is_none(), "tick {k} popped");
+        }
+        assert_eq!(heap.slot(id).unwrap().deadline, Some(t0 + ms(501)));
+        assert!(heap.key_count() <= 65, "{} keys", heap.key_count());
+    }
+
+    #[test]
+    fn the_watchdog_moves_on_while_the_worker_keeps_pulling() {
+        let t0 = Instant::now();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
+        let id = heap.insert(Arc::new(()), Some(t0 + ms(1)), ms(1));
+        assert!(heap.pull(id, t0 + ms(2), t0, WATCHDOG).is_ok());
+        // The key sits a watchdog interval after the next deadline (2 ms).
+        assert_eq!(heap.next_deadline(), Some(t0 + ms(2) + WATCHDOG));
+        // The worker pulled up to 102 ms meanwhile; the watchdog finds the deadline ahead
+        // and moves on.
+        for k in 2..=102u64 {
+            let now = t0 + mul(ms(1), k - 1);
+            assert!(heap.pull(id, now + ms(2), now, WATCHDOG).is_ok());
+        }
+        let now = t0 + ms(102);
+        assert!(heap.pop_due(now, now).is_none());
+        assert_eq!(heap.next_deadline(), Some(t0 + ms(103) + WATCHDOG));
+    }
+
+    #[test]
+    fn a_timer_whose_worker_stopped_pulling_goes_back_to_the_scheduler() {
+        let t0 = Instant::now();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
+        let id = heap.insert(Arc::new(()), Some(t0 + ms(1)), ms(1));
+        assert!(heap.pull(id, t0 + ms(2), t0, WATCHDOG).is_ok());
+        // No pull for a whole watchdog interval: the scheduler takes the newest grid point
+        // and counts the ones before it as skipped, as after any stall.
+        let now = t0 + ms(2) + WATCHDOG;
+        let e = heap.pop_due(now, now).unwrap();
+        assert_eq!(e.deadline, now);
+        assert_eq!(e.skipped, 100);
+        // Unpaced: keyed at its deadline again.
+        assert_eq!(heap.next_deadline(), Some(now + ms(1)));
+    }
+
+    #[test]
+    fn a_pull_beyond_the_horizon_hands_the_timer_back() {
+        let t0 = Instant::now();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
+        let id = heap.insert(Arc::new(()), Some(t0 + ms(1)), ms(1));
+        assert!(heap.pull(id, t0 + ms(2), t0, WATCHDOG).is_ok());
+        // The next deadline (2 ms) lies beyond a horizon of 1.5 ms: not pulled, and the
+        // timer is keyed at its deadline for the scheduler, which must be told.
+        assert_eq!(
+            heap.pull(id, t0 + Duration::from_micros(1500), t0, WATCHDOG)
+                .err(),
+            Some(Some(t0 + ms(2)))
+        );
+        assert_eq!(heap.next_deadline(), Some(t0 + ms(2)));
+        // An unpaced timer out of reach: nothing to tell.
+        assert_eq!(heap.pull(id, t0, t0, WATCHDOG).err(), Some(None));
+        // One-shots are never pulled.
+        let once = heap.insert(Arc::new(()), Some(t0), Duration::ZERO);
+        assert_eq!(heap.pull(once, t0 + ms(2), t0, WATCHDOG).err(), Some(None));
+    }
+
+    #[test]
+    fn a_late_pull_skips_to_the_grid() {
+        let t0 = Instant::now();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
+        let id = heap.insert(Arc::new(()), Some(t0 + ms(1)), ms(1));
+        let now = t0 + Duration::from_micros(4500);
+        let e = heap.pull(id, now + ms(2), now, WATCHDOG).ok().unwrap();
+        assert_eq!((e.deadline, e.skipped), (t0 + ms(4), 3));
+        assert_eq!(heap.slot(id).unwrap().deadline, Some(t0 + ms(5)));
+    }
+
+    #[test]
+    fn re_arming_a_paced_timer_ends_its_pacing() {
+        let t0 = Instant::now();
+        let mut heap: TimerHeap<_> = TimerHeap::default();
+        let id = heap.insert(Arc::new(()), Some(t0 + ms(1)), ms(1));
+        assert!(heap.pull(id, t0 + ms(2), t0, WATCHDOG).is_ok());
+        heap.arm(id, Some(t0 + ms(10)));
+        assert_eq!(heap.next_deadline(), Some(t0 + ms(10)));
+        let e = heap.pop_due(t0 + ms(10), t0 + ms(10)).unwrap();
+        assert_eq!(e.deadline, t0 + ms(10));
     }
 
     #[test]

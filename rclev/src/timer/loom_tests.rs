@@ -364,3 +364,42 @@ fn loom_sim_advances_racing_lose_no_tick() {
 fn loom_sim_long_step_racing_a_rearm() {
     sim_advance_racing_a_rearm("sim lane: long step vs re-arm", 15);
 }
+
+/// A worker pulling its paced timer's next tick (`SchedulerCore::pull`: popped under the lock,
+/// handed over outside it) racing the user re-arming the timer (`reset()`): once the re-arm has
+/// returned, no tick of the old arming is current, and the new arming's first tick is handed
+/// over (by the scheduler, or by a pull after the re-arm) and not dropped behind a stale one.
+#[test]
+fn loom_worker_pull_racing_a_rearm() {
+    check("pacing: worker pull vs re-arm", None, || {
+        let core = Arc::new(SchedulerCore::new(TimerPrecision::low_cpu()));
+        let old = Instant::now();
+        let mut new = Instant::now();
+        while new <= old {
+            new = Instant::now();
+        }
+        let new_stamp = Stamp::wall(new.duration_since(core.epoch));
+        let victim = tick();
+        // Repeating, with a period so long that only the first grid point of an arming is due.
+        let id = core.insert(victim.clone(), Some(old), Duration::from_secs(3600));
+        let c = core.clone();
+        let worker = loom::thread::spawn(move || {
+            c.pull(id);
+        });
+        core.arm(id, || Some(new), None);
+        let due = victim.due.load(Ordering::Acquire);
+        assert!(
+            due >= new_stamp || !victim.is_current(due),
+            "the old tick is current after the re-arm"
+        );
+        worker.join().unwrap();
+        let v = victim.clone();
+        core.run_while(|_| !(holds_current(&v) && v.due.load(Ordering::Acquire) >= new_stamp));
+        assert_eq!(victim.due.load(Ordering::Acquire), new_stamp);
+        assert_eq!(
+            victim.dropped_total.load(Ordering::Relaxed),
+            0,
+            "the new tick was dropped"
+        );
+    });
+}

@@ -40,14 +40,16 @@ mod heap;
 mod options;
 mod scheduler;
 mod sim;
+mod stats;
 
 #[cfg(all(test, rclev_loom))]
 mod loom_tests;
 
 pub use options::{IntoTimerOptions, TimerOptions, TimerPrecision, MAX_PERIOD};
+pub use stats::TimerStats;
 
 pub(crate) use self::core::{create_timer, TimerHost, TimerKind, TimerSite};
-pub(crate) use scheduler::TimerScheduler;
+pub(crate) use scheduler::{set_thread_timer_slack, TimerScheduler};
 
 use self::core::{Lane, TimerCore, MODE_INERT, MODE_ONESHOT, MODE_REPEATING};
 use crate::clock::{Clock, Time};

@@ -48,8 +48,17 @@ use std::time::{Duration, Instant};
 use super::entry::{Stamp, TimerTick};
 use super::heap::{Expiry, GridTime, TimerHeap, TimerId};
 use super::sim::SimLanes;
+use super::stats::TickCounters;
 use super::TimerPrecision;
 use crate::sync::{model_lock as lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+
+/// How far ahead a worker pulls its timer's next tick (see [`SchedulerCore::pull`]): timers of
+/// 500 Hz and faster are paced by their workers; slower ones need the scheduler thread's
+/// wake-up once per tick anyway, and gain nothing.
+pub(crate) const PULL_HORIZON: Duration = Duration::from_millis(2);
+
+/// How often the scheduler thread checks that the workers pacing timers keep pulling.
+pub(crate) const PACING_WATCHDOG: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Waiter {
@@ -86,6 +95,8 @@ pub(crate) struct SchedulerCore {
     /// `CLOCK_MONOTONIC` at `epoch`, to report steady times exactly on the grid.
     pub(crate) epoch_steady_ns: i64,
     precision: TimerPrecision,
+    /// Where ticks went and how late each thread was (diagnostics only).
+    pub(crate) counters: TickCounters,
 }
 
 impl SchedulerCore {
@@ -105,6 +116,7 @@ impl SchedulerCore {
             epoch: Instant::now(),
             epoch_steady_ns: crate::clock::steady_nanos(),
             precision,
+            counters: TickCounters::default(),
         }
     }
 
@@ -158,6 +170,7 @@ impl SchedulerCore {
     /// arrive with time to spare, so it settles just above the typical scheduler-overshoot plus
     /// worker-wake-up latency instead of spinning the full cap on every tick.
     pub(crate) fn worker_arrived(&self, early_ns: i64) {
+        self.counters.worker_arrived(early_ns);
         const TARGET: i64 = 2_000;
         let lead = self.lead_ns.load(Ordering::Relaxed) as i64;
         let cap = self.lead_cap_ns.load(Ordering::Relaxed) as i64;
@@ -224,9 +237,64 @@ impl SchedulerCore {
         let deadline = when();
         state.heap.arm(id, deadline);
         Self::set_floor(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
-        if let Some(d) = deadline {
-            self.kick_if_earlier(&mut state, d);
+        match deadline {
+            Some(d) => self.kick_if_earlier(&mut state, d),
+            None => self.kick_if_idle(&mut state),
         }
+    }
+
+    /// After a cancel or removal: if no timer is armed any more, wakes a thread waiting for
+    /// one (a paced timer's watchdog, up to [`PACING_WATCHDOG`] away) so that it waits
+    /// forever now, and an idle executor has no timer wake-up left. Only then: a cancel with
+    /// other timers armed leaves the thread's plan alone (it looks again when it wakes).
+    fn kick_if_idle(&self, state: &mut SchedState) {
+        if matches!(state.waiter, Waiter::Until(_)) && state.heap.next_deadline().is_none() {
+            state.waiter = Waiter::Busy;
+            self.generation.fetch_add(1, Ordering::Release);
+            self.wake.notify_one();
+        }
+    }
+
+    /// The worker's side of pacing (see `heap.rs`): called by the worker right after it ran
+    /// a tick of timer `id`, puts the timer's next tick in its `due` slot at once if that is
+    /// due within [`PULL_HORIZON`], *without* announcing it to the dispatch: the caller, the
+    /// timer's own worker, sleeps to its deadline itself and then runs it (or announces it
+    /// now). The scheduler thread is then not on the tick's path at all: it only checks, once
+    /// per [`PACING_WATCHDOG`], that the worker keeps pulling. Returns the deadline of the tick
+    /// handed over.
+    ///
+    /// The tick is stamped and checked against the floor exactly as the scheduler's own
+    /// delivery does (it is popped under the lock, handed over outside it), so a re-arm racing
+    /// with a pull is resolved by the same rules.
+    pub(crate) fn pull(&self, id: TimerId) -> Option<Instant> {
+        let now = Instant::now();
+        let pulled = {
+            let mut state = lock(&self.state);
+            if state.shutdown {
+                return None;
+            }
+            match state
+                .heap
+                .pull(id, now + PULL_HORIZON, now, PACING_WATCHDOG)
+            {
+                Ok(expiry) => expiry,
+                Err(unpaced) => {
+                    if let Some(deadline) = unpaced {
+                        self.kick_if_earlier(&mut state, deadline);
+                    }
+                    return None;
+                }
+            }
+        };
+        let stamp = self.wall_stamp(pulled.deadline);
+        let delivered = hand_over(
+            &pulled.target,
+            stamp,
+            pulled.skipped,
+            &self.counters,
+            Announce::No,
+        );
+        delivered.then_some(pulled.deadline)
     }
 
     /// Removes a timer. After this returns the scheduler holds no entry for it and will not
@@ -239,6 +307,7 @@ impl SchedulerCore {
         let mut state = lock(&self.state);
         Self::set_floor(&state.heap, id, None);
         state.heap.remove(id);
+        self.kick_if_idle(&mut state);
     }
 
     /// The timer's next deadline (`None` if cancelled or a spent one-shot).
@@ -260,7 +329,13 @@ impl SchedulerCore {
     /// Hands one expiry to its timer. Runs without the scheduler lock.
     fn deliver(&self, expiry: Expiry<TimerTick>) {
         let stamp = self.wall_stamp(expiry.deadline);
-        hand_over(&expiry.target, stamp, expiry.skipped);
+        hand_over(
+            &expiry.target,
+            stamp,
+            expiry.skipped,
+            &self.counters,
+            Announce::Yes,
+        );
     }
 
     /// Pops everything due for hand-off at `now` into `due`.
@@ -304,6 +379,10 @@ impl SchedulerCore {
                         .unwrap_or_else(|p| p.into_inner())
                         .0;
                 }
+                if !changed() {
+                    let overshoot = Instant::now().saturating_duration_since(wake_at);
+                    self.counters.scheduler_woke(overshoot.as_nanos() as u64);
+                }
                 self.wakeups.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -340,24 +419,42 @@ impl SchedulerCore {
     }
 }
 
+/// Whether [`hand_over`] announces the tick to the timer's dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Announce {
+    /// Yes: the worker queues the timer (every delivery by the scheduler or a `/clock` step).
+    Yes,
+    /// No: the caller is the timer's worker pulling the tick, and runs it itself.
+    No,
+}
+
 /// Hands a tick stamped `stamp` to its timer, `skipped` grid points after the previous one
 /// (counted as dropped), unless it belongs to an old arming. The first step of a tick's path
-/// after the heap: the tick goes into `due` and its dispatch queues the timer in its worker's
-/// mailbox (`executor/dispatch.rs`). Runs without the scheduler lock.
-pub(super) fn hand_over(tick: &TimerTick, stamp: Stamp, skipped: u64) {
+/// after the heap: the tick goes into `due` and, with [`Announce::Yes`], its dispatch queues
+/// the timer in its worker's mailbox (`executor/dispatch.rs`). Runs without the scheduler
+/// lock. Returns whether the tick was stored.
+pub(super) fn hand_over(
+    tick: &TimerTick,
+    stamp: Stamp,
+    skipped: u64,
+    counters: &TickCounters,
+    announce: Announce,
+) -> bool {
     if !tick.is_current(stamp) {
         // Popped before the timer was re-armed: a tick of the old schedule.
-        return;
+        return false;
     }
     if skipped > 0 {
         tick.drop_ticks(skipped);
+        counters.dropped_late(skipped);
     }
     let mut waiting = tick.due.load(Ordering::Acquire);
     loop {
         if waiting != Stamp::NONE && tick.is_current(waiting) {
             // The previous tick's callback has not started: drop this one (no backlog).
             tick.drop_ticks(1);
-            return;
+            counters.dropped_worker_busy();
+            return false;
         }
         // Empty, or holding a tick of an old schedule that the worker would discard.
         match tick
@@ -365,8 +462,11 @@ pub(super) fn hand_over(tick: &TimerTick, stamp: Stamp, skipped: u64) {
             .compare_exchange_weak(waiting, stamp, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => {
-                tick.dispatch.notify();
-                return;
+                counters.handed_over();
+                if announce == Announce::Yes {
+                    tick.dispatch.notify();
+                }
+                return true;
             }
             Err(now) => waiting = now,
         }
@@ -376,7 +476,7 @@ pub(super) fn hand_over(tick: &TimerTick, stamp: Stamp, skipped: u64) {
 /// Sets the calling thread's timer slack (Linux `PR_SET_TIMERSLACK`): how late the kernel may
 /// fire this thread's timed waits to batch wake-ups. The default 50 µs directly adds to every
 /// tick's lateness.
-fn set_thread_timer_slack(slack: Duration) {
+pub(crate) fn set_thread_timer_slack(slack: Duration) {
     #[cfg(target_os = "linux")]
     {
         // Zero would mean "reset to the default" to the kernel.
@@ -441,6 +541,10 @@ impl TimerScheduler {
 
     pub(crate) fn wakeups(&self) -> u64 {
         self.core.wakeups()
+    }
+
+    pub(crate) fn stats(&self) -> super::TimerStats {
+        self.core.counters.snapshot()
     }
 
     /// Whether the thread has exited.

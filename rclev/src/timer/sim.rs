@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use super::entry::{Stamp, TimerTick};
 use super::heap::{GridTime, SimTime, TimerHeap, TimerId};
-use super::scheduler::{hand_over, SchedulerCore};
+use super::scheduler::{hand_over, Announce, SchedulerCore};
 use crate::sync::model_lock as lock;
 
 /// The lanes, by the simulated clock's lane number.
@@ -92,7 +92,13 @@ impl SchedulerCore {
             }
         }
         for e in due {
-            hand_over(&e.target, Stamp::sim(e.deadline), e.skipped);
+            hand_over(
+                &e.target,
+                Stamp::sim(e.deadline),
+                e.skipped,
+                &self.counters,
+                Announce::Yes,
+            );
         }
     }
 

@@ -81,17 +81,43 @@ fn bench_timers_repeats_under_load() {
             "3",
             "--load",
             "1",
-            "--json",
+            "--verbose",
+            "--plot",
         ])
+        .arg(dir.join("timers.png"))
+        .arg("--json")
         .arg(&json)
-        .status()
+        .output()
         .unwrap();
-    assert!(status.success());
+    assert!(status.status.success());
     let rows = rows(&json);
     assert_eq!(rows.len(), 2 * 3 + 2, "every repetition, then the medians");
     for r in &rows {
         assert_eq!(r["load"], 1, "{r}");
+        // Per-thread accounting: the measured process's threads, by name.
+        let threads = r["threads"].as_array().expect("threads");
+        assert!(
+            threads
+                .iter()
+                .any(|t| t["cpu_cores"].as_f64().unwrap() > 0.0),
+            "{r}"
+        );
+        // rclev's tick path: every tick handed over or dropped is accounted for.
+        if r["variant"] == "rclev" {
+            let path = &r["tick_path"];
+            assert!(path["handed_over"].as_u64().unwrap() > 0, "{r}");
+        } else {
+            assert!(r["tick_path"].is_null(), "{r}");
+        }
     }
+    // --verbose prints the diagnosis per cell.
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        stderr.contains("ticks:") && stderr.contains("waiting for a CPU"),
+        "{stderr}"
+    );
+    // The plot with its three panels was written.
+    assert!(std::fs::metadata(dir.join("timers.png")).unwrap().len() > 10_000);
     let medians: Vec<_> = rows.iter().filter(|r| r["rep"].is_null()).collect();
     assert_eq!(medians.len(), 2);
     for m in medians {

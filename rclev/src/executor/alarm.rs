@@ -52,7 +52,7 @@ struct Waiting {
 /// for the earliest of them.
 pub(crate) struct WorkerAlarm {
     /// Created on first use, inside the worker's runtime; `Err` if that failed (the worker
-    /// then has no alarm and timers busy-wait).
+    /// then polls instead of sleeping in the reactor).
     fd: Option<std::io::Result<AsyncFd<OwnedFd>>>,
     /// Whether the runtime can have one.
     allowed: bool,
@@ -77,11 +77,14 @@ impl WorkerAlarm {
         }
     }
 
-    /// Whether the alarm can be used (creating its timer on first call).
-    pub(crate) fn available(&mut self) -> bool {
-        if !self.allowed {
-            return false;
-        }
+    /// Whether the alarm can be used: entities may ask for a wake-up.
+    pub(crate) fn available(&self) -> bool {
+        self.allowed
+    }
+
+    /// The kernel timer, created on first use (inside the worker's runtime); `None` if that
+    /// failed (descriptors exhausted).
+    fn timer(&mut self) -> Option<&AsyncFd<OwnedFd>> {
         let fd = self.fd.get_or_insert_with(|| {
             // SAFETY: timerfd_create takes no pointers; a non-negative result is a new file
             // descriptor that nothing else owns, so OwnedFd may take it.
@@ -101,7 +104,7 @@ impl WorkerAlarm {
             unsafe { AsyncFd::register_with_interest(owned, Interest::READABLE) }
                 .map_err(|e| e.into_parts().1)
         });
-        fd.is_ok()
+        fd.as_ref().ok()
     }
 
     /// Queues `entity` again at `wake`, for something due at `deadline` (replacing an
@@ -178,18 +181,25 @@ impl WorkerAlarm {
         let Some(next) = self.next() else {
             return Poll::Pending;
         };
-        let Some(Ok(fd)) = &self.fd else {
+        let armed_for = self.armed_for;
+        let Some(fd) = self.timer() else {
+            // No kernel timer to be had: poll again at once rather than sleep through the
+            // deadline (the worker busy-waits, as without an alarm).
+            cx.waker().wake_by_ref();
             return Poll::Pending;
         };
-        if self.armed_for != Some(next) {
-            if set_timer(fd.get_ref(), next).is_err() {
-                // Cannot happen for a valid absolute time; if it did, polling again soon
-                // beats sleeping through the deadline.
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            self.armed_for = Some(next);
+        if armed_for != Some(next) && set_timer(fd.get_ref(), next).is_err() {
+            // Cannot happen for a valid absolute time; if it did, polling again soon beats
+            // sleeping through the deadline.
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
         }
+        self.armed_for = Some(next);
+        let fd = self
+            .fd
+            .as_ref()
+            .and_then(|f| f.as_ref().ok())
+            .expect("created above");
         loop {
             match fd.poll_read_ready(cx) {
                 Poll::Pending => return Poll::Pending,
@@ -316,6 +326,7 @@ mod tests {
         rt.block_on(async {
             let mut alarm = WorkerAlarm::new(true, false);
             assert!(alarm.available());
+            assert!(alarm.timer().is_some());
             let dummy: Weak<dyn Executable> = Weak::<Nothing>::new();
             for delay_us in [50u64, 300, 2_000] {
                 let at = Instant::now() + Duration::from_micros(delay_us);
@@ -333,7 +344,7 @@ mod tests {
     #[test]
     fn a_later_request_of_the_same_entity_replaces_the_earlier() {
         let mut alarm = WorkerAlarm::new(false, false);
-        assert!(!alarm.available(), "not allowed: no timer is created");
+        assert!(!alarm.available(), "not allowed: no alarm");
         let e: Weak<dyn Executable> = Weak::<Nothing>::new();
         let t0 = Instant::now();
         let ms = Duration::from_millis;

@@ -46,7 +46,10 @@ pub enum RuntimeChoice {
     /// callbacks and tasks they spawn run there); the executor keeps a one-thread runtime for
     /// its own bookkeeping. Waking a worker then wakes exactly one thread, which is what makes
     /// high-rate timers cheap: a shared multi-threaded pool also wakes a second, idle thread to
-    /// look for work on every external wake-up.
+    /// look for work on every external wake-up. A worker that paces a fast timer and has no
+    /// other task on its runtime sleeps to the tick's deadline in a timed wait of its thread
+    /// (woken early by any new work for it), the cheapest and most punctual sleep there is;
+    /// with tasks of its own in flight it sleeps in the runtime's reactor instead.
     ThreadPerWorker,
     /// Own a new multi-threaded runtime with this many threads; workers are tasks on it.
     Own {

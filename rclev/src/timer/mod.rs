@@ -25,9 +25,23 @@
 //!    out the last microseconds to its deadline, counts the missed grid points and starts the
 //!    callback (`Callback::call`, through the start fence).
 //!
+//! # Fast timers: paced by their worker
+//!
+//! A tick path of two threads needs two wake-ups per tick, and on a busy host both threads
+//! must find a CPU in time. So a timer of 500 Hz or faster leaves the scheduler thread's path
+//! after its first tick: right after running a tick, the worker pulls the timer's next tick
+//! from the same heap (`SchedulerCore::pull`, under the same lock and floor rules), and
+//! sleeps to its deadline itself on its alarm (`executor/alarm.rs`: on a thread of its own, a
+//! timed park woken early by any new work; else a timerfd in its runtime's reactor). The
+//! scheduler thread then wakes once per watchdog interval (100 ms) to see that the worker
+//! keeps pulling, and takes the timer back if it does not. The grid, the drop-late rule, the
+//! coalescing `due` slot and the re-arm rules are unchanged: a pulled tick is stamped and
+//! checked exactly as a delivered one.
+//!
 //! The other files: `mod.rs` (this one) holds the user's handle and callback types,
 //! `options.rs` the options, `core.rs` the timer's state, its creation, arming and mode
-//! changes, and `heap.rs` the scheduler's lock-free ordering.
+//! changes, `heap.rs` the scheduler's lock-free ordering, and `stats.rs` the tick path's
+//! counters ([`TimerStats`]).
 
 use std::future::Future;
 use std::sync::Arc;

@@ -8,6 +8,12 @@ use crate::clock::ClockType;
 /// The scheduler's precision/CPU trade-offs. The default aims at tick lateness well under
 /// 10 µs for a few percent of a core per kHz of ticks; [`TimerPrecision::low_cpu`] gives up
 /// busy-waiting for lateness of the order of the wake-up latencies (~50 µs here).
+///
+/// These knobs shape the scheduler thread's hand-off. Timers of 500 Hz and faster are paced
+/// by their worker after the first tick (see the `timer` module): the worker sleeps to each
+/// deadline itself, waking a margin early that adapts to the median wake-up latency, at most a
+/// quarter of the period, and busy-waits the rest; `timer_slack` applies to the worker's
+/// thread too when it is one of the executor's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TimerPrecision {
     /// Timer slack the scheduler thread asks the kernel for (`PR_SET_TIMERSLACK`). Linux's

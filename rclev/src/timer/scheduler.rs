@@ -37,9 +37,13 @@
 //! exact deadline before it calls back. One early hand-off thus hides both the scheduler's own
 //! wake-up overshoot and the worker's wake-up latency, and only one thread spins.
 //!
+//! Fast timers leave this thread's path after their first tick: their worker pulls each next
+//! tick itself ([`SchedulerCore::pull`]) and sleeps to it; the thread only wakes once per
+//! [`PACING_WATCHDOG`] for them (see `heap.rs`).
+//!
 //! The loom models in `loom_tests.rs` check that a registration racing with the waiter going
-//! to sleep is always seen, and that a re-arm racing a tick in flight leaves no tick of the old
-//! arming current.
+//! to sleep is always seen, that a re-arm racing a tick in flight leaves no tick of the old
+//! arming current, and the same for a re-arm racing a worker's pull.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -64,21 +64,37 @@ pub fn percent_vs_rate(path: &Path, rows: &[Row]) -> Result {
             .collect()
     };
 
+    // One panel: the target rate (log scale) across, `y` up. A macro rather than a function:
+    // the y axis is linear on two panels and logarithmic on one, and plotters' coordinate
+    // types differ with it.
+    macro_rules! panel {
+        ($area:expr, $caption:expr, $y:expr, $y_desc:expr, $y_format:expr) => {{
+            let mut chart = ChartBuilder::on($area)
+                .caption($caption, ("sans-serif", 22))
+                .margin(15)
+                .x_label_area_size(40)
+                .y_label_area_size(60)
+                .build_cartesian_2d(x_range.clone().log_scale(), $y)?;
+            chart
+                .configure_mesh()
+                .x_labels(6)
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter($y_format)
+                .x_desc("target fires per second (log scale)")
+                .y_desc($y_desc)
+                .draw()?;
+            chart
+        }};
+    }
+
     // Delivery.
-    let mut chart = ChartBuilder::on(&panels[0])
-        .caption("delivered, % of target", ("sans-serif", 22))
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x_range.clone().log_scale(), 0.0..105.0)?;
-    chart
-        .configure_mesh()
-        .x_labels(6)
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .x_desc("target fires per second (log scale)")
-        .y_desc("% delivered")
-        .draw()?;
+    let mut chart = panel!(
+        &panels[0],
+        "delivered, % of target",
+        0.0..105.0,
+        "% delivered",
+        &|v| format!("{v:.0}")
+    );
     for (variant, color) in VARIANTS.iter().zip(colors).rev() {
         let points = series(variant, &|r| r.percent.min(105.0));
         if points.is_empty() {
@@ -110,26 +126,13 @@ pub fn percent_vs_rate(path: &Path, rows: &[Row]) -> Result {
         .map(|r| r.late_p99_us)
         .filter(|v| v.is_finite())
         .fold(10.0, f64::max);
-    let mut chart = ChartBuilder::on(&panels[1])
-        .caption(
-            "lateness, µs (p50 solid, p99 dashed; log scale)",
-            ("sans-serif", 22),
-        )
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(
-            x_range.clone().log_scale(),
-            (floor..max_late * 2.0).log_scale(),
-        )?;
-    chart
-        .configure_mesh()
-        .x_labels(6)
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v}"))
-        .x_desc("target fires per second (log scale)")
-        .y_desc("µs late")
-        .draw()?;
+    let mut chart = panel!(
+        &panels[1],
+        "lateness, µs (p50 solid, p99 dashed; log scale, under 0.1 drawn at 0.1)",
+        (floor..max_late * 2.0).log_scale(),
+        "µs late",
+        &|v| format!("{v}")
+    );
     for (variant, color) in VARIANTS.iter().zip(colors).rev() {
         let p50 = series(variant, &|r| r.late_p50_us.max(floor));
         let p99 = series(variant, &|r| r.late_p99_us.max(floor));
@@ -148,20 +151,13 @@ pub fn percent_vs_rate(path: &Path, rows: &[Row]) -> Result {
         .map(cost)
         .filter(|v| v.is_finite())
         .fold(10.0, f64::max);
-    let mut chart = ChartBuilder::on(&panels[2])
-        .caption("CPU per delivered tick, µs", ("sans-serif", 22))
-        .margin(15)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(x_range.log_scale(), 0.0..max_cost * 1.1)?;
-    chart
-        .configure_mesh()
-        .x_labels(6)
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .x_desc("target fires per second (log scale)")
-        .y_desc("CPU µs / tick")
-        .draw()?;
+    let mut chart = panel!(
+        &panels[2],
+        "CPU per delivered tick, µs",
+        0.0..max_cost * 1.1,
+        "CPU µs / tick",
+        &|v| format!("{v:.0}")
+    );
     for (variant, color) in VARIANTS.iter().zip(colors).rev() {
         let points = series(variant, &cost);
         if points.is_empty() {

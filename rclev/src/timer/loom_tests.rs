@@ -102,6 +102,38 @@ fn holds_current(t: &TimerTick) -> bool {
     due != Stamp::NONE && t.is_current(due)
 }
 
+/// Two due instants, `old` before `new`, and `new`'s stamp on `core`: the first deadlines of
+/// an arming and of the re-arming that races with it.
+fn old_and_new_deadlines(core: &SchedulerCore) -> (Instant, Instant, Stamp) {
+    let old = Instant::now();
+    let mut new = Instant::now();
+    while new <= old {
+        new = Instant::now();
+    }
+    (old, new, Stamp::wall(new.duration_since(core.epoch)))
+}
+
+/// After a re-arm to the deadline stamped `new_stamp` returned: no tick of the old arming is
+/// current in `victim`.
+fn assert_no_old_tick_current(victim: &TimerTick, new_stamp: Stamp) {
+    let due = victim.due.load(Ordering::Acquire);
+    assert!(
+        due >= new_stamp || !victim.is_current(due),
+        "the old tick is current after the re-arm"
+    );
+}
+
+/// Once the new arming's tick was handed over: it is the one waiting, and none was dropped.
+fn assert_new_tick_waits(victim: &TimerTick, new_stamp: Stamp) {
+    assert_eq!(victim.due.load(Ordering::Acquire), new_stamp);
+    assert!(holds_current(victim));
+    assert_eq!(
+        victim.dropped_total.load(Ordering::Relaxed),
+        0,
+        "the new tick was dropped"
+    );
+}
+
 /// A re-arm (`reset()`, a mode change) racing with the delivery of a tick already popped
 /// under the old schedule. The old tick must never count as current once the re-arm has
 /// returned, and it must not block the new schedule's tick: the waiter runs until the victim
@@ -111,12 +143,7 @@ fn holds_current(t: &TimerTick) -> bool {
 fn loom_rearm_racing_with_an_in_flight_tick() {
     check("scheduler: re-arm vs in-flight tick", None, || {
         let core = Arc::new(SchedulerCore::new(TimerPrecision::low_cpu()));
-        let old = Instant::now();
-        let mut new = Instant::now();
-        while new <= old {
-            new = Instant::now();
-        }
-        let new_stamp = Stamp::wall(new.duration_since(core.epoch));
+        let (old, new, new_stamp) = old_and_new_deadlines(&core);
         let victim = tick();
         let id = core.insert(victim.clone(), Some(old), Duration::ZERO);
         let v = victim.clone();
@@ -125,19 +152,9 @@ fn loom_rearm_racing_with_an_in_flight_tick() {
             c.run_while(|_| !(holds_current(&v) && v.due.load(Ordering::Acquire) >= new_stamp))
         });
         core.arm(id, || Some(new), None);
-        let due = victim.due.load(Ordering::Acquire);
-        assert!(
-            due >= new_stamp || !victim.is_current(due),
-            "the old tick is current after the re-arm"
-        );
+        assert_no_old_tick_current(&victim, new_stamp);
         waiter.join().unwrap();
-        assert_eq!(victim.due.load(Ordering::Acquire), new_stamp);
-        assert!(holds_current(&victim));
-        assert_eq!(
-            victim.dropped_total.load(Ordering::Relaxed),
-            0,
-            "the new tick was dropped"
-        );
+        assert_new_tick_waits(&victim, new_stamp);
     });
 }
 
@@ -373,12 +390,7 @@ fn loom_sim_long_step_racing_a_rearm() {
 fn loom_worker_pull_racing_a_rearm() {
     check("pacing: worker pull vs re-arm", None, || {
         let core = Arc::new(SchedulerCore::new(TimerPrecision::low_cpu()));
-        let old = Instant::now();
-        let mut new = Instant::now();
-        while new <= old {
-            new = Instant::now();
-        }
-        let new_stamp = Stamp::wall(new.duration_since(core.epoch));
+        let (old, new, new_stamp) = old_and_new_deadlines(&core);
         let victim = tick();
         // Repeating, with a period so long that only the first grid point of an arming is due.
         let id = core.insert(victim.clone(), Some(old), Duration::from_secs(3600));
@@ -387,19 +399,10 @@ fn loom_worker_pull_racing_a_rearm() {
             c.pull(id);
         });
         core.arm(id, || Some(new), None);
-        let due = victim.due.load(Ordering::Acquire);
-        assert!(
-            due >= new_stamp || !victim.is_current(due),
-            "the old tick is current after the re-arm"
-        );
+        assert_no_old_tick_current(&victim, new_stamp);
         worker.join().unwrap();
         let v = victim.clone();
         core.run_while(|_| !(holds_current(&v) && v.due.load(Ordering::Acquire) >= new_stamp));
-        assert_eq!(victim.due.load(Ordering::Acquire), new_stamp);
-        assert_eq!(
-            victim.dropped_total.load(Ordering::Relaxed),
-            0,
-            "the new tick was dropped"
-        );
+        assert_new_tick_waits(&victim, new_stamp);
     });
 }

@@ -63,6 +63,12 @@ pub(crate) trait Executable: Send + Sync + 'static {
     fn arrivals_need_spin(&self) -> bool {
         true
     }
+    /// The wall-clock deadline of the work this entity holds queued, for a timer tick: a
+    /// worker's round runs the ticks it holds in deadline order (see `alarm::order_ticks`).
+    /// `None` for other entities.
+    fn pending_deadline(&self) -> Option<Instant> {
+        None
+    }
 }
 
 /// What a worker lends an entity while it executes.

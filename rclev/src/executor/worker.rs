@@ -14,7 +14,7 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 
-use super::alarm::{Unparker, WorkerAlarm};
+use super::alarm::{order_ticks, Unparker, WorkerAlarm};
 use super::core::WorkerHost;
 use super::dispatch::{ExecContext, Executable};
 use super::mailbox::{MailItem, Mailbox, Take, WorkerPayload};
@@ -156,6 +156,11 @@ pub(crate) async fn run_worker(
             } else {
                 Take::Items
             };
+            // Ticks queued from both sides (alarm and scheduler thread), or handed over as
+            // timers were added, run in deadline order.
+            if batch.len() > 1 {
+                order_ticks(&mut batch);
+            }
             let lent = matches!(taken, Take::Lent);
             match taken {
                 Take::Closed => return Poll::Ready(()),
@@ -237,7 +242,15 @@ pub(crate) async fn run_worker(
                     }
                     return Poll::Pending;
                 }
-                Take::Lent => return Poll::Pending,
+                Take::Lent => {
+                    // A receive thread holds the payload and may finish without queueing
+                    // anything: the alarm must still wake the task (armed here if the block
+                    // path skipped it above).
+                    if block_until.is_some() && alarm.poll_arm(cx).is_ready() {
+                        continue;
+                    }
+                    return Poll::Pending;
+                }
             }
         }
     })

@@ -81,7 +81,8 @@ pub(crate) struct TimerCore {
     /// Raised while a callback is being started or runs; stops wait it out.
     pub(super) gate: CallGate,
     /// The user's handle is gone: the timer never re-enters the scheduler (a clock switch
-    /// racing with the drop would otherwise re-insert it).
+    /// racing with the drop would otherwise re-insert it) and its worker no longer pulls its
+    /// ticks (its slot id may hold a new timer). Set under `lane`, before the removal.
     pub(super) dropped: AtomicBool,
     /// The worker's own pacing (see `execute.rs`); only the worker touches it.
     pub(super) pacing: Pacing,
@@ -320,12 +321,24 @@ impl TimerCore {
         self.mode.load(Ordering::Acquire) == MODE_ONESHOT
     }
 
+    /// The deadline of a wall tick waiting in `due` (current, not yet taken): with pacing,
+    /// the worker pulls a tick up to a period early, and the heap's deadline is then the one
+    /// after it.
+    pub(super) fn waiting_wall_deadline(&self) -> Option<Instant> {
+        let waiting = self.tick.due.load(Ordering::Acquire);
+        (waiting != Stamp::NONE && !waiting.is_sim() && self.tick.is_current(waiting))
+            .then(|| self.sched.epoch + Duration::from_nanos(waiting.nanos()))
+    }
+
     pub(crate) fn time_until_next_call(&self) -> Option<Duration> {
         match *lock(&self.lane) {
-            Lane::Wall(id) => self
-                .sched
-                .deadline(id)
-                .map(|d| d.saturating_duration_since(Instant::now())),
+            Lane::Wall(id) => {
+                let next = match (self.sched.deadline(id), self.waiting_wall_deadline()) {
+                    (Some(d), Some(w)) => Some(d.min(w)),
+                    (d, w) => d.or(w),
+                };
+                next.map(|d| d.saturating_duration_since(Instant::now()))
+            }
             Lane::Sim(id) => self
                 .sched
                 .sim_deadline(self.sim_lane(), id)

@@ -36,6 +36,11 @@ impl Executable for TimerCore {
         self.last_call
             .store(info.actual_call_time.nanos, Ordering::Release);
         let Some(cb) = callback.as_mut() else {
+            // Inert: no call, but a paced timer keeps its pace (else its next tick would wait
+            // for the scheduler's watchdog).
+            if cx.can_sleep() {
+                self.pull_next_tick(cx);
+            }
             return;
         };
         // A drop raised the floor (under the scheduler lock) before it bumped `stops`: a tick
@@ -62,6 +67,10 @@ impl Executable for TimerCore {
 
     fn dispatch(&self) -> &EntityDispatch {
         &self.tick.dispatch
+    }
+
+    fn pending_deadline(&self) -> Option<Instant> {
+        self.waiting_wall_deadline()
     }
 
     fn arrivals_need_spin(&self) -> bool {
@@ -127,6 +136,10 @@ impl TimerCore {
             // Lock order: `lane`, then the scheduler's state (see `CallbackSlot`).
             let lane = lock(&self.lane);
             match *lane {
+                // A dropped timer's slot may already hold a new timer (the drop removes it
+                // under this lock, after setting `dropped`): pulling would take that timer's
+                // tick and never announce it.
+                _ if self.dropped.load(Ordering::SeqCst) => None,
                 super::core::Lane::Wall(id) => self.sched.pull(id),
                 super::core::Lane::Sim(_) => None,
             }

@@ -204,9 +204,12 @@ impl<T, K: GridTime> TimerHeap<T, K> {
     /// burst after a stall).
     ///
     /// A paced timer's key coming up means its watchdog interval passed: if its worker kept
-    /// pulling (the true deadline is still ahead of `horizon`), the key moves on by another
-    /// interval and nothing is taken; otherwise the worker stopped pulling, and the timer is
-    /// the scheduler's again, taken as any other.
+    /// pulling (the true deadline is still ahead of `now`: the worker holds the tick before
+    /// it, and pulls this one when that has run), the key moves on by another interval and
+    /// nothing is taken; otherwise the worker stopped pulling, and the timer is the
+    /// scheduler's again, taken as any other. Ahead of `now`, not of `horizon`: a tick the
+    /// scheduler took back from a pacing worker reaches the worker's mailbox behind the ticks
+    /// on its alarm, and could run after a later one of another timer.
     pub(crate) fn pop_due(&mut self, horizon: K, now: K) -> Option<Expiry<T, K>> {
         loop {
             let key_deadline = self.next_deadline()?;
@@ -219,7 +222,7 @@ impl<T, K: GridTime> TimerHeap<T, K> {
                 continue;
             };
             if let Some(watchdog) = slot.paced {
-                if deadline > horizon {
+                if deadline > now {
                     self.set_key(key.id, Some(deadline), Some(watchdog));
                     continue;
                 }
@@ -462,13 +465,14 @@ mod tests {
         // The key sits a watchdog interval after the next deadline (2 ms).
         assert_eq!(heap.next_deadline(), Some(t0 + ms(2) + WATCHDOG));
         // The worker pulled up to 102 ms meanwhile; the watchdog finds the deadline ahead
-        // and moves on.
+        // and moves on, even with that deadline inside the scheduler's hand-off horizon (the
+        // worker holds the tick before it).
         for k in 2..=102u64 {
             let now = t0 + mul(ms(1), k - 1);
             assert!(heap.pull(id, now + ms(2), now, WATCHDOG).is_ok());
         }
         let now = t0 + ms(102);
-        assert!(heap.pop_due(now, now).is_none());
+        assert!(heap.pop_due(now + ms(2), now).is_none());
         assert_eq!(heap.next_deadline(), Some(t0 + ms(103) + WATCHDOG));
     }
 

@@ -454,6 +454,11 @@ pub(super) fn hand_over(
     }
     let mut waiting = tick.due.load(Ordering::Acquire);
     loop {
+        if waiting == stamp {
+            // This very grid point waits already (pulled by the worker, then the timer was
+            // re-armed at it, e.g. by a mode change): nothing to hand over, nothing dropped.
+            return false;
+        }
         if waiting != Stamp::NONE && tick.is_current(waiting) {
             // The previous tick's callback has not started: drop this one (no backlog).
             tick.drop_ticks(1);

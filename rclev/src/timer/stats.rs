@@ -32,8 +32,9 @@ pub struct TimerStats {
     pub worker_late: u64,
     /// Sum over those of how late (ns).
     pub worker_late_ns: u64,
-    /// Of the early ticks, those the worker waited out in a kernel sleep instead of a
-    /// busy-wait.
+    /// Ticks that waited on the worker's alarm (a kernel sleep to shortly before the deadline,
+    /// or, for one too close to sleep for, a pass through the alarm's deadline order) instead
+    /// of being busy-waited as they came.
     pub worker_slept: u64,
 }
 

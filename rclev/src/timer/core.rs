@@ -327,7 +327,7 @@ impl TimerCore {
     pub(super) fn waiting_wall_deadline(&self) -> Option<Instant> {
         let waiting = self.tick.due.load(Ordering::Acquire);
         (waiting != Stamp::NONE && !waiting.is_sim() && self.tick.is_current(waiting))
-            .then(|| self.sched.epoch + Duration::from_nanos(waiting.nanos()))
+            .then(|| self.sched.wall_deadline(waiting))
     }
 
     pub(crate) fn time_until_next_call(&self) -> Option<Duration> {

@@ -35,31 +35,27 @@ impl Executable for TimerCore {
         };
         self.last_call
             .store(info.actual_call_time.nanos, Ordering::Release);
-        let Some(cb) = callback.as_mut() else {
-            // Inert: no call, but a paced timer keeps its pace (else its next tick would wait
-            // for the scheduler's watchdog).
-            if cx.can_sleep() {
-                self.pull_next_tick(cx);
-            }
-            return;
-        };
-        // A drop raised the floor (under the scheduler lock) before it bumped `stops`: a tick
-        // noted after the bump was refused by `take_tick`, one noted before is refused here.
-        let not_stopped = || self.stops.load(Ordering::SeqCst) == stops;
-        let _ = cb.call(
-            cx,
-            "timer",
-            &self.worker.host,
-            info,
-            Some(&self.gate),
-            not_stopped,
-        );
-        {
+        // Inert (no callback): no call.
+        if let Some(cb) = callback.as_mut() {
+            // A drop raised the floor (under the scheduler lock) before it bumped `stops`: a
+            // tick noted after the bump was refused by `take_tick`, one noted before is
+            // refused here.
+            let not_stopped = || self.stops.load(Ordering::SeqCst) == stops;
+            let _ = cb.call(
+                cx,
+                "timer",
+                &self.worker.host,
+                info,
+                Some(&self.gate),
+                not_stopped,
+            );
             let mut slot = lock(&self.callback);
             if slot.version == version {
                 slot.callback = callback;
             }
         }
+        // Called or inert, a paced timer keeps its pace (an inert one's next tick would
+        // otherwise wait for the scheduler's watchdog).
         if cx.can_sleep() {
             self.pull_next_tick(cx);
         }
@@ -166,11 +162,9 @@ impl TimerCore {
         if !cx.can_sleep() {
             return false;
         }
-        let waiting = self.tick.due.load(Ordering::Acquire);
-        if waiting == Stamp::NONE || waiting.is_sim() || !self.tick.is_current(waiting) {
+        let Some(deadline) = self.waiting_wall_deadline() else {
             return false;
-        }
-        let deadline = self.sched.epoch + Duration::from_nanos(waiting.nanos());
+        };
         if self.pacing.pulled.load(Ordering::Relaxed) {
             self.sleep_until_due(deadline, cx, false)
         } else {
@@ -249,7 +243,7 @@ impl TimerCore {
             };
             return Some((info, stamp));
         }
-        let expected = self.sched.epoch + Duration::from_nanos(stamp.nanos());
+        let expected = self.sched.wall_deadline(stamp);
         // Ticks are handed over up to the hand-off lead early; never call back before the
         // deadline.
         let mut now = Instant::now();

@@ -129,6 +129,11 @@ impl SchedulerCore {
         Stamp::wall(deadline.saturating_duration_since(self.epoch))
     }
 
+    /// The deadline a wall stamp stands for (the inverse of `wall_stamp`).
+    pub(super) fn wall_deadline(&self, stamp: Stamp) -> Instant {
+        self.epoch + Duration::from_nanos(stamp.nanos())
+    }
+
     /// Records where the timer's current arming starts (`None`: disarmed). Called under the
     /// scheduler lock, so every expiry popped before it carries a stamp of the previous arming.
     pub(super) fn set_floor<K: GridTime>(

@@ -92,13 +92,28 @@ fn main() {
         }
     }
 
-    cxx_build::bridge("src/ffi.rs")
-        .file("cpp/shim.cc")
+    let mut shim = cxx_build::bridge("src/ffi.rs");
+    shim.file("cpp/shim.cc")
         .include(prefix.join("include"))
         .std("c++17")
         .flag_if_supported("-Wno-deprecated-declarations")
-        .flag_if_supported("-Wno-unused-parameter")
-        .compile("rclev_dds_shim");
+        .flag_if_supported("-Wno-unused-parameter");
+    // RCLEV_DDS_SANITIZE=1: the shim (and cxx's glue) built with AddressSanitizer and
+    // UndefinedBehaviorSanitizer, any finding fatal; the binaries link gcc's runtimes, which
+    // must be preloaded to come first (`.ci/sanitize` does it all).
+    println!("cargo:rerun-if-env-changed=RCLEV_DDS_SANITIZE");
+    let sanitize = std::env::var_os("RCLEV_DDS_SANITIZE").is_some_and(|v| v == "1");
+    if sanitize {
+        shim.flag("-fsanitize=address,undefined")
+            .flag("-fno-sanitize-recover=all")
+            .flag("-fno-omit-frame-pointer")
+            .flag("-g");
+    }
+    shim.compile("rclev_dds_shim");
+    if sanitize {
+        println!("cargo:rustc-link-lib=dylib=asan");
+        println!("cargo:rustc-link-lib=dylib=ubsan");
+    }
 
     for dir in &lib_dirs {
         println!("cargo:rustc-link-search=native={}", dir.display());
@@ -113,4 +128,13 @@ fn main() {
     println!("cargo:rustc-link-lib=dylib=fastcdr");
     let dirs: Vec<String> = lib_dirs.iter().map(|d| d.display().to_string()).collect();
     println!("cargo:libdirs={}", dirs.join(":"));
+    // For the tests that build C++ peers against the same Fast DDS (tests/hostile.rs).
+    println!(
+        "cargo:rustc-env=RCLEV_DDS_FASTDDS_INCLUDE={}",
+        prefix.join("include").display()
+    );
+    println!(
+        "cargo:rustc-env=RCLEV_DDS_FASTDDS_LIBDIRS={}",
+        dirs.join(":")
+    );
 }

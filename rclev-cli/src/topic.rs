@@ -41,20 +41,20 @@ fn serialize_dynamic(value: &(dyn Any + Send + Sync), buf: &mut Vec<u8>) -> rcle
     Ok(())
 }
 
-/// The CLI receives bytes and decodes them itself, with the description.
-fn deserialize_unsupported(_: &[u8]) -> rclev::Result<Arc<dyn Any + Send + Sync>> {
-    Err(Error::Transport(
-        "the CLI decodes payloads by type description".into(),
-    ))
-}
-
+/// The type support of a type the CLI knows by its description only (it decodes what it
+/// receives itself, with the description).
 pub(crate) fn type_support(info: TypeInfo) -> TypeSupport {
-    TypeSupport {
-        info,
-        rust_type: TypeId::of::<DynamicMessage>(),
-        serialize: serialize_dynamic,
-        deserialize: deserialize_unsupported,
-        serialize_in_place: None,
+    // SAFETY: `serialize_dynamic` appends one CDR encoding, with encapsulation header, of a
+    // `DynamicMessage` of the type its name gives: `DynamicMessage::encode` with the
+    // description of that very type, which rclev knows (`known_type`), and an error
+    // otherwise. No in-place encoder is given.
+    unsafe {
+        TypeSupport::from_raw_parts(
+            info,
+            TypeId::of::<DynamicMessage>(),
+            serialize_dynamic,
+            None,
+        )
     }
 }
 

@@ -121,13 +121,41 @@ dds::LivelinessQosPolicyKind liveliness_kind(uint8_t code) {
     }
 }
 
+// Bytes into a Rust `Vec` in one copy (a `rust::Vec` filled from C++ would cross into Rust
+// for every element).
+rust::Slice<const uint8_t> as_slice(const uint8_t* data, size_t len) {
+    // A slice may not be made from a null pointer, even empty.
+    static const uint8_t none = 0;
+    return rust::Slice<const uint8_t>(len == 0 ? &none : data, len);
+}
+
 rust::Vec<uint8_t> to_vec(const std::vector<uint8_t>& v) {
-    rust::Vec<uint8_t> out;
-    out.reserve(v.size());
-    for (uint8_t b : v) {
-        out.push_back(b);
+    return copy_bytes(as_slice(v.data(), v.size()));
+}
+
+// Reports an exception that a listener body caught. Never throws: it runs where an exception
+// would reach Fast DDS's threads and end the process (std::terminate).
+void report_failure(const char* what, const char* detail) noexcept {
+    try {
+        listener_failed(rust::Str(what), as_slice(reinterpret_cast<const uint8_t*>(detail),
+                                                  std::strlen(detail)));
+    } catch (...) {
+        // Nothing is left to tell; the failure was counted or the process is out of memory.
     }
-    return out;
+}
+
+// Runs a listener body on one of Fast DDS's threads: whatever it throws (a name that is not
+// UTF-8, an allocation that fails) is caught, counted and reported here, never propagated into
+// Fast DDS, where it would terminate the process.
+template <typename Body>
+void guarded(const char* what, Body&& body) noexcept {
+    try {
+        body();
+    } catch (const std::exception& e) {
+        report_failure(what, e.what());
+    } catch (...) {
+        report_failure(what, "an exception that is not a std::exception");
+    }
 }
 
 std::vector<uint8_t> from_slice(rust::Slice<const uint8_t> s) {
@@ -136,24 +164,25 @@ std::vector<uint8_t> from_slice(rust::Slice<const uint8_t> s) {
 
 // ---- the opaque-CDR type -----------------------------------------------------------------
 
-// A sample as the type sees it: bytes borrowed from Rust when writing, owned when taken.
+// A sample as the type sees it. Writing: bytes borrowed from Rust (`ptr`, `len`), or an
+// encoder that writes them into Fast DDS's payload. Taking: the bytes copied into a Rust-owned
+// buffer (`taken`), or refused for being longer than `max_len`.
 struct BlobSample {
     const uint8_t* ptr = nullptr;
     uint32_t len = 0;
-    std::vector<uint8_t> owned;
-    // Set by a reader's listener: `deserialize` copies into a buffer the Rust sink gives out
-    // (`ReaderSink::sample_buffer`) instead of `owned`, and marks `in_rust` once it has, so
-    // the listener hands exactly that buffer over (`on_sample`).
-    const ReaderSink* sink = nullptr;
-    bool in_rust = false;
     // Set for `DdsWriter::write_encoded`: `serialize` has the Rust encoder write the sample
     // straight into the payload, which is reserved at `len` bytes (the encoder's capacity).
     PayloadEncoder* encoder = nullptr;
+
+    size_t max_len = SIZE_MAX;
+    bool has_taken = false;
+    bool refused = false;
+    rust::Vec<uint8_t> taken;
 };
 
 // A TopicDataType that carries the ROS DDS type name and copies CDR bytes as they are
 // (encapsulation header included). Keyless, no TypeObject: ROS 2 endpoints match by topic
-// and type name only.
+// and type name only. Its methods run inside Fast DDS calls and never throw.
 class BlobType : public dds::TopicDataType {
 public:
     explicit BlobType(const std::string& name) {
@@ -167,24 +196,35 @@ public:
     }
 
     bool serialize(void* data, rtps::SerializedPayload_t* payload) override {
-        auto* s = static_cast<BlobSample*>(data);
-        if (payload->max_size < s->len) {
-            payload->reserve(s->len);
-        }
-        if (s->encoder != nullptr) {
-            size_t written = s->encoder->encode(rust::Slice<uint8_t>(payload->data, s->len));
-            if (written == 0) {
-                return false;  // it did not fit: the Rust side encodes it the other way
+        try {
+            auto* s = static_cast<BlobSample*>(data);
+            if (payload->max_size < s->len) {
+                payload->reserve(s->len);
             }
-            payload->length = static_cast<uint32_t>(written);
-            payload->encapsulation = (written > 1 && payload->data[1] == 1) ? CDR_LE : CDR_BE;
+            if (s->encoder != nullptr) {
+                // The payload's bytes are initialized: Fast DDS allocates payloads zeroed
+                // (SerializedPayload_t::reserve: calloc, or realloc and memset of the growth).
+                size_t written = s->encoder->encode(rust::Slice<uint8_t>(payload->data, s->len));
+                // 0: it did not fit (the Rust side encodes it the other way). More than the
+                // room given: the encoder is wrong, and Fast DDS would send memory past what
+                // it wrote; refused, whatever the Rust side checked.
+                if (written == 0 || written > s->len) {
+                    return false;
+                }
+                payload->length = static_cast<uint32_t>(written);
+                payload->encapsulation = (written > 1 && payload->data[1] == 1) ? CDR_LE : CDR_BE;
+                return true;
+            }
+            if (s->len > 0) {
+                std::memcpy(payload->data, s->ptr, s->len);
+            }
+            payload->length = s->len;
+            // Byte 1 of the encapsulation header: 1 = little-endian CDR.
+            payload->encapsulation = (s->len > 1 && s->ptr[1] == 1) ? CDR_LE : CDR_BE;
             return true;
+        } catch (...) {
+            return false;  // bad_alloc growing the payload: the write fails
         }
-        std::memcpy(payload->data, s->ptr, s->len);
-        payload->length = s->len;
-        // Byte 1 of the encapsulation header: 1 = little-endian CDR.
-        payload->encapsulation = (s->len > 1 && s->ptr[1] == 1) ? CDR_LE : CDR_BE;
-        return true;
     }
 
 #if RCLEV_FASTDDS_REPRESENTATION_OVERLOADS
@@ -196,17 +236,19 @@ public:
 
     bool deserialize(rtps::SerializedPayload_t* payload, void* data) override {
         auto* s = static_cast<BlobSample*>(data);
-        if (s->sink != nullptr) {
-            uint8_t* buffer = s->sink->sample_buffer(payload->length);
-            std::memcpy(buffer, payload->data, payload->length);
-            s->ptr = buffer;
-            s->in_rust = true;
-        } else {
-            s->owned.assign(payload->data, payload->data + payload->length);
-            s->ptr = s->owned.data();
-        }
         s->len = payload->length;
-        return true;
+        if (payload->length > s->max_len) {
+            // Longer than the type can be: not copied anywhere (the listener reports it).
+            s->refused = true;
+            return true;
+        }
+        try {
+            s->taken = copy_bytes(as_slice(payload->data, payload->length));
+            s->has_taken = true;
+            return true;
+        } catch (...) {
+            return false;
+        }
     }
 
     std::function<uint32_t()> getSerializedSizeProvider(void* data) override {
@@ -221,7 +263,7 @@ public:
     }
 #endif
 
-    void* createData() override { return new BlobSample(); }
+    void* createData() override { return new (std::nothrow) BlobSample(); }
     void deleteData(void* data) override { delete static_cast<BlobSample*>(data); }
     bool getKey(void*, rtps::InstanceHandle_t*, bool) override { return false; }
 };
@@ -254,62 +296,110 @@ EndpointEvent incompatible(const Status& s) {
     return e;
 }
 
+SampleMeta meta_of(const dds::SampleInfo& info) {
+    SampleMeta meta{};
+    meta.identity = to_identity(info.sample_identity);
+    meta.related = to_identity(info.related_sample_identity);
+    meta.source_timestamp_ns = to_ns(info.source_timestamp);
+    meta.reception_timestamp_ns = to_ns(info.reception_timestamp);
+    return meta;
+}
+
+// Takes up to `max` samples out of the reader's history and hands each to the sink as a
+// Rust-owned buffer (or reports it refused for its length); how many were taken.
+size_t take_samples(dds::DataReader* reader, const ReaderSink& sink, size_t max_len,
+                    size_t max) {
+    BlobSample sample;
+    sample.max_len = max_len;
+    dds::SampleInfo info;
+    size_t taken = 0;
+    while (taken < max) {
+        sample.has_taken = false;
+        sample.refused = false;
+        if (reader->take_next_sample(&sample, &info) != ReturnCode_t::RETCODE_OK) {
+            break;
+        }
+        ++taken;
+        if (!info.valid_data) {
+            continue;
+        }
+        if (sample.refused) {
+            sink.on_refused(sample.len, meta_of(info));
+        } else if (sample.has_taken) {
+            sample.has_taken = false;
+            sink.on_sample(std::move(sample.taken), meta_of(info));
+        }
+    }
+    return taken;
+}
+
+}  // namespace
+
+// A reader's listener. Eager readers take every sample on the receive thread at once (their
+// Rust queue keeps the ROS history); on-demand readers leave samples in Fast DDS's history,
+// within its resource limits, and only say that data is available: the worker takes them
+// (DdsReader::take), so a slow consumer pushes back on a reliable writer through DDS flow
+// control instead of growing a queue.
 class ReaderListener : public dds::DataReaderListener {
 public:
-    explicit ReaderListener(rust::Box<ReaderSink> sink) : sink_(std::move(sink)) {}
+    ReaderListener(rust::Box<ReaderSink> sink, const ReaderMode& mode)
+        : sink_(std::move(sink)), mode_(mode) {}
+
+    const ReaderSink& sink() const { return *sink_; }
+    const ReaderMode& mode() const { return mode_; }
 
     void on_data_available(dds::DataReader* reader) override {
-        BlobSample sample;
-        sample.sink = &*sink_;
-        dds::SampleInfo info;
-        while (reader->take_next_sample(&sample, &info) == ReturnCode_t::RETCODE_OK) {
-            bool written = sample.in_rust;
-            sample.in_rust = false;
-            if (!info.valid_data || !written) {
-                continue;
+        guarded("a reader's on_data_available", [&] {
+            if (mode_.on_demand) {
+                sink_->on_data_available();
+            } else {
+                take_samples(reader, *sink_, mode_.max_sample_len, SIZE_MAX);
             }
-            SampleMeta meta{};
-            meta.identity = to_identity(info.sample_identity);
-            meta.related = to_identity(info.related_sample_identity);
-            meta.source_timestamp_ns = to_ns(info.source_timestamp);
-            meta.reception_timestamp_ns = to_ns(info.reception_timestamp);
-            sink_->on_sample(sample.len, meta);
-        }
+        });
     }
 
     void on_subscription_matched(dds::DataReader*,
                                  const dds::SubscriptionMatchedStatus& s) override {
-        sink_->on_event(matched(s, s.last_publication_handle));
+        guarded("a reader's on_subscription_matched",
+                [&] { sink_->on_event(matched(s, s.last_publication_handle)); });
     }
 
     void on_requested_incompatible_qos(dds::DataReader*,
                                        const dds::RequestedIncompatibleQosStatus& s) override {
-        sink_->on_event(incompatible(s));
+        guarded("a reader's on_requested_incompatible_qos",
+                [&] { sink_->on_event(incompatible(s)); });
     }
 
     void on_requested_deadline_missed(dds::DataReader*,
                                       const dds::RequestedDeadlineMissedStatus& s) override {
-        sink_->on_event(counted(EventKind::DeadlineMissed, s));
+        guarded("a reader's on_requested_deadline_missed",
+                [&] { sink_->on_event(counted(EventKind::DeadlineMissed, s)); });
     }
 
     void on_liveliness_changed(dds::DataReader*,
                                const dds::LivelinessChangedStatus& s) override {
-        EndpointEvent e{};
-        e.kind = EventKind::Liveliness;
-        e.total_count = s.alive_count;
-        e.total_count_change = s.not_alive_count;
-        e.current_count = s.alive_count_change;
-        e.current_count_change = s.not_alive_count_change;
-        sink_->on_event(e);
+        guarded("a reader's on_liveliness_changed", [&] {
+            EndpointEvent e{};
+            e.kind = EventKind::Liveliness;
+            e.total_count = s.alive_count;
+            e.total_count_change = s.not_alive_count;
+            e.current_count = s.alive_count_change;
+            e.current_count_change = s.not_alive_count_change;
+            sink_->on_event(e);
+        });
     }
 
     void on_sample_lost(dds::DataReader*, const dds::SampleLostStatus& s) override {
-        sink_->on_event(counted(EventKind::SampleLost, s));
+        guarded("a reader's on_sample_lost",
+                [&] { sink_->on_event(counted(EventKind::SampleLost, s)); });
     }
 
 private:
     rust::Box<ReaderSink> sink_;
+    ReaderMode mode_;
 };
+
+namespace {
 
 class WriterListener : public dds::DataWriterListener {
 public:
@@ -317,21 +407,25 @@ public:
 
     void on_publication_matched(dds::DataWriter*,
                                 const dds::PublicationMatchedStatus& s) override {
-        sink_->on_event(matched(s, s.last_subscription_handle));
+        guarded("a writer's on_publication_matched",
+                [&] { sink_->on_event(matched(s, s.last_subscription_handle)); });
     }
 
     void on_offered_incompatible_qos(dds::DataWriter*,
                                      const dds::OfferedIncompatibleQosStatus& s) override {
-        sink_->on_event(incompatible(s));
+        guarded("a writer's on_offered_incompatible_qos",
+                [&] { sink_->on_event(incompatible(s)); });
     }
 
     void on_offered_deadline_missed(dds::DataWriter*,
                                     const dds::OfferedDeadlineMissedStatus& s) override {
-        sink_->on_event(counted(EventKind::DeadlineMissed, s));
+        guarded("a writer's on_offered_deadline_missed",
+                [&] { sink_->on_event(counted(EventKind::DeadlineMissed, s)); });
     }
 
     void on_liveliness_lost(dds::DataWriter*, const dds::LivelinessLostStatus& s) override {
-        sink_->on_event(counted(EventKind::Liveliness, s));
+        guarded("a writer's on_liveliness_lost",
+                [&] { sink_->on_event(counted(EventKind::Liveliness, s)); });
     }
 
 private:
@@ -358,41 +452,61 @@ public:
 
     void on_participant_discovery(dds::DomainParticipant*,
                                   rtps::ParticipantDiscoveryInfo&& info) override {
-        DiscoveredParticipant p{};
-        p.guid = to_guid(info.info.m_guid).bytes;
-        p.alive = info.status == rtps::ParticipantDiscoveryInfo::DISCOVERED_PARTICIPANT ||
-                  info.status == rtps::ParticipantDiscoveryInfo::CHANGED_QOS_PARTICIPANT;
-        p.user_data = to_vec(info.info.m_userData.data_vec());
-        sink_->on_participant(p);
+        guarded("on_participant_discovery", [&] {
+            DiscoveredParticipant p{};
+            p.guid = to_guid(info.info.m_guid).bytes;
+            p.alive = info.status == rtps::ParticipantDiscoveryInfo::DISCOVERED_PARTICIPANT ||
+                      info.status == rtps::ParticipantDiscoveryInfo::CHANGED_QOS_PARTICIPANT;
+            p.user_data = to_vec(info.info.m_userData.data_vec());
+            sink_->on_participant(p);
+        });
     }
+
+    // Names cross as bytes: a peer may announce any bytes as a topic or type name, and
+    // rust::String's constructor throws on bytes that are not UTF-8. Rust decides what they
+    // mean.
+    template <typename Info>
+    void endpoint(bool writer, bool alive, const Info& info) {
+        DiscoveredEndpoint e{};
+        e.writer = writer;
+        e.alive = alive;
+        e.guid = to_guid(info.guid()).bytes;
+        const auto& topic = info.topicName();
+        const auto& type = info.typeName();
+        e.topic = copy_bytes(as_slice(reinterpret_cast<const uint8_t*>(topic.c_str()),
+                                      topic.size()));
+        e.type_name = copy_bytes(as_slice(reinterpret_cast<const uint8_t*>(type.c_str()),
+                                          type.size()));
+        e.user_data = to_vec(info.m_qos.m_userData.data_vec());
+        e.qos = proxy_qos(info.m_qos);
+        e.qos.lifespan_ns = lifespan_of(info);
+        sink_->on_endpoint(e);
+    }
+
+    // Only writers announce a lifespan.
+    static int64_t lifespan_of(const rtps::WriterProxyData& w) {
+        return duration_ns(w.m_qos.m_lifespan.duration);
+    }
+    static int64_t lifespan_of(const rtps::ReaderProxyData&) { return -1; }
 
     void on_subscriber_discovery(dds::DomainParticipant*,
                                  rtps::ReaderDiscoveryInfo&& info) override {
-        DiscoveredEndpoint e{};
-        e.writer = false;
-        e.alive = info.status == rtps::ReaderDiscoveryInfo::DISCOVERED_READER ||
-                  info.status == rtps::ReaderDiscoveryInfo::CHANGED_QOS_READER;
-        e.guid = to_guid(info.info.guid()).bytes;
-        e.topic = rust::String(info.info.topicName().c_str());
-        e.type_name = rust::String(info.info.typeName().c_str());
-        e.user_data = to_vec(info.info.m_qos.m_userData.data_vec());
-        e.qos = proxy_qos(info.info.m_qos);
-        sink_->on_endpoint(e);
+        guarded("on_subscriber_discovery", [&] {
+            endpoint(false,
+                     info.status == rtps::ReaderDiscoveryInfo::DISCOVERED_READER ||
+                         info.status == rtps::ReaderDiscoveryInfo::CHANGED_QOS_READER,
+                     info.info);
+        });
     }
 
     void on_publisher_discovery(dds::DomainParticipant*,
                                 rtps::WriterDiscoveryInfo&& info) override {
-        DiscoveredEndpoint e{};
-        e.writer = true;
-        e.alive = info.status == rtps::WriterDiscoveryInfo::DISCOVERED_WRITER ||
-                  info.status == rtps::WriterDiscoveryInfo::CHANGED_QOS_WRITER;
-        e.guid = to_guid(info.info.guid()).bytes;
-        e.topic = rust::String(info.info.topicName().c_str());
-        e.type_name = rust::String(info.info.typeName().c_str());
-        e.user_data = to_vec(info.info.m_qos.m_userData.data_vec());
-        e.qos = proxy_qos(info.info.m_qos);
-        e.qos.lifespan_ns = duration_ns(info.info.m_qos.m_lifespan.duration);
-        sink_->on_endpoint(e);
+        guarded("on_publisher_discovery", [&] {
+            endpoint(true,
+                     info.status == rtps::WriterDiscoveryInfo::DISCOVERED_WRITER ||
+                         info.status == rtps::WriterDiscoveryInfo::CHANGED_QOS_WRITER,
+                     info.info);
+        });
     }
 
 private:
@@ -411,6 +525,11 @@ public:
         publisher_ = participant_->create_publisher(dds::PUBLISHER_QOS_DEFAULT);
         subscriber_ = participant_->create_subscriber(dds::SUBSCRIBER_QOS_DEFAULT);
         if (publisher_ == nullptr || subscriber_ == nullptr) {
+            // The destructor will not run: delete the participant here, before its listener
+            // (a member) goes.
+            participant_->set_listener(nullptr, std::chrono::seconds(1));
+            participant_->delete_contained_entities();
+            dds::DomainParticipantFactory::get_instance()->delete_participant(participant_);
             throw std::runtime_error("Fast DDS could not create the publisher or subscriber");
         }
     }
@@ -677,7 +796,7 @@ std::unique_ptr<DdsWriter> create_writer(const DdsParticipant& participant, rust
 // ---- readers -----------------------------------------------------------------------------
 
 DdsReader::DdsReader(std::shared_ptr<ParticipantCore> core, std::string topic,
-                     dds::DataReader* reader, std::unique_ptr<dds::DataReaderListener> listener)
+                     dds::DataReader* reader, std::unique_ptr<ReaderListener> listener)
     : core_(std::move(core)), topic_(std::move(topic)), reader_(reader),
       listener_(std::move(listener)) {}
 
@@ -690,10 +809,14 @@ DdsReader::~DdsReader() {
 
 Guid DdsReader::guid() const { return to_guid(reader_->guid()); }
 
+size_t DdsReader::take(size_t max) const {
+    return take_samples(reader_, listener_->sink(), listener_->mode().max_sample_len, max);
+}
+
 std::unique_ptr<DdsReader> create_reader(const DdsParticipant& participant, rust::Str topic,
                                          rust::Str type_name, const EndpointQos& qos,
                                          rust::Slice<const uint8_t> user_data,
-                                         rust::Box<ReaderSink> sink) {
+                                         const ReaderMode& mode, rust::Box<ReaderSink> sink) {
     auto core = participant.core_;
     std::string topic_name(topic.data(), topic.size());
     dds::Topic* t = core->acquire_topic(topic_name, std::string(type_name.data(), type_name.size()));
@@ -702,7 +825,7 @@ std::unique_ptr<DdsReader> create_reader(const DdsParticipant& participant, rust
     q.type_consistency().representation.m_value.clear();
     q.type_consistency().representation.m_value.push_back(dds::XCDR_DATA_REPRESENTATION);
     q.user_data().data_vec(from_slice(user_data));
-    auto listener = std::make_unique<ReaderListener>(std::move(sink));
+    auto listener = std::make_unique<ReaderListener>(std::move(sink), mode);
     dds::DataReader* r =
         core->subscriber_->create_datareader(t, q, listener.get(), dds::StatusMask::all());
     if (r == nullptr) {

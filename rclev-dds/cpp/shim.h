@@ -9,6 +9,11 @@
 //
 // Threads: listener callbacks run on Fast DDS's receive and event threads; the Rust sinks
 // they call are `Sync` and never block. Entities may be created and deleted from any thread.
+//
+// Nothing here throws into Fast DDS: every listener body and every TopicDataType method
+// catches what it could throw (names from the wire that are not UTF-8, allocation failures)
+// and reports it to Rust (`listener_failed`), because an exception on one of Fast DDS's
+// threads ends the process. Functions Rust calls may throw: cxx turns that into a Result.
 #pragma once
 
 #include <memory>
@@ -44,6 +49,8 @@ struct ReaderSink;
 struct WriterSink;
 struct PayloadEncoder;
 struct GraphSink;
+struct ReaderMode;
+class ReaderListener;
 
 // Owns the DomainParticipant and its one Publisher and Subscriber, and the topics its
 // endpoints share. Shared by the participant handle and every endpoint, so that the DDS
@@ -84,15 +91,18 @@ class DdsReader {
 public:
     DdsReader(std::shared_ptr<ParticipantCore> core, std::string topic,
               eprosima::fastdds::dds::DataReader* reader,
-              std::unique_ptr<eprosima::fastdds::dds::DataReaderListener> listener);
+              std::unique_ptr<ReaderListener> listener);
     ~DdsReader();
     Guid guid() const;
+    // Takes up to `max` samples from the reader's history into its sink (an on-demand reader's
+    // worker calls this); how many were taken.
+    size_t take(size_t max) const;
 
 private:
     std::shared_ptr<ParticipantCore> core_;
     std::string topic_;
     eprosima::fastdds::dds::DataReader* reader_;
-    std::unique_ptr<eprosima::fastdds::dds::DataReaderListener> listener_;
+    std::unique_ptr<ReaderListener> listener_;
 };
 
 // The Fast DDS version the shim was compiled against ("2.14.5").
@@ -111,6 +121,6 @@ std::unique_ptr<DdsReader> create_reader(const DdsParticipant& participant,
                                          rust::Str topic, rust::Str type_name,
                                          const EndpointQos& qos,
                                          rust::Slice<const uint8_t> user_data,
-                                         rust::Box<ReaderSink> sink);
+                                         const ReaderMode& mode, rust::Box<ReaderSink> sink);
 
 }  // namespace rclev_dds

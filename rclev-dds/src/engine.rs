@@ -10,9 +10,11 @@ use cxx::UniquePtr;
 use rclev::{QoSProfile, Result};
 
 use crate::config::DdsOptions;
-use crate::ffi::bridge::{self, DdsParticipant, DdsReader, DdsWriter, SampleMeta};
-use crate::ffi::{GraphHandler, GraphSink, ReaderSink, WriterSink};
-use crate::matched::{Matched, ReaderEvents, SampleSink, WriterEvents};
+use crate::endpoints::{EndpointSpec, ParticipantHandle};
+use crate::ffi::bridge::{self, DdsReader, DdsWriter, SampleMeta};
+use crate::ffi::{GraphHandler, Guarded};
+use crate::inbox::Fill;
+use crate::matched::{Matched, SampleSink};
 use crate::topic::NO_IDENTITY;
 use crate::transport::engine_error;
 
@@ -24,21 +26,23 @@ impl GraphHandler for NoGraph {
     fn participant(&self, _: &bridge::DiscoveredParticipant) {}
 }
 
-/// A DDS participant set up as [`DdsTransport`](crate::DdsTransport)'s is.
+/// A DDS participant set up as [`DdsTransport`](crate::DdsTransport)'s is. Its writers and
+/// readers may outlive it (they keep the DDS participant alive), and any of them may be
+/// dropped anywhere, a reader from inside its own callback too: the deletion then waits
+/// until the callback has returned.
 pub struct Participant {
-    inner: UniquePtr<DdsParticipant>,
-    graph: Arc<crate::graph::GraphCache>,
+    handle: ParticipantHandle,
 }
 
 /// A DDS writer of raw CDR.
 pub struct Writer {
-    inner: UniquePtr<DdsWriter>,
+    inner: Guarded<UniquePtr<DdsWriter>>,
     matched: Arc<Matched>,
 }
 
 /// A DDS reader whose samples go to a closure on Fast DDS's listener thread.
 pub struct Reader {
-    _inner: UniquePtr<DdsReader>,
+    _inner: Guarded<UniquePtr<DdsReader>>,
     matched: Arc<Matched>,
 }
 
@@ -46,8 +50,8 @@ pub struct Reader {
 struct Callback<F>(F);
 
 impl<F: Fn(&[u8]) + Send + Sync> SampleSink for Callback<F> {
-    fn sample(&self, data: &[u8], _: &SampleMeta) {
-        (self.0)(data)
+    fn sample(&self, data: Vec<u8>, _: &SampleMeta) {
+        (self.0)(&data)
     }
 }
 
@@ -55,38 +59,32 @@ impl Participant {
     /// A participant with `options` (domain, discovery range, shared memory).
     pub fn new(options: &DdsOptions) -> Result<Self> {
         let config = options.participant_config(&crate::engine_version());
-        let inner = bridge::create_participant(&config, Box::new(GraphSink(Box::new(NoGraph))))
-            .map_err(engine_error)?;
-        Ok(Self {
-            inner,
-            graph: Arc::default(),
-        })
+        let handle = ParticipantHandle::new(&config, Arc::default(), Box::new(NoGraph))?;
+        Ok(Self { handle })
     }
 
     /// A writer on DDS topic `topic` (no ROS prefix added) of DDS type `type_name`, with the
     /// QoS `qos` maps to (resolved as for a publisher).
     pub fn create_writer(&self, topic: &str, type_name: &str, qos: &QoSProfile) -> Result<Writer> {
         let qos = qos.resolve(rclev::qos::QosRole::Publisher, &[]);
-        let matched = Arc::new(Matched::default());
-        let events = WriterEvents {
-            matched: matched.clone(),
-            graph: self.graph.clone(),
-            hook: Arc::new(()),
-        };
-        let inner = bridge::create_writer(
-            &self.inner,
-            topic,
-            type_name,
-            &crate::qos::to_dds(&qos),
-            &[],
-            Box::new(WriterSink(Box::new(events))),
-        )
-        .map_err(engine_error)?;
-        Ok(Writer { inner, matched })
+        let parts = self.handle.create_writer(
+            EndpointSpec {
+                topic,
+                type_name,
+                qos: &crate::qos::to_dds(&qos),
+                user_data: &[],
+            },
+            Arc::new(()),
+        )?;
+        Ok(Writer {
+            inner: parts.writer,
+            matched: parts.matched,
+        })
     }
 
     /// A reader on `topic` of `type_name` that calls `on_sample` with each sample's CDR bytes
-    /// (encapsulation header included) on Fast DDS's listener thread.
+    /// (encapsulation header included) on Fast DDS's listener thread, as soon as it arrives
+    /// (whatever `qos`'s history: the callback is the queue).
     pub fn create_reader(
         &self,
         topic: &str,
@@ -95,25 +93,20 @@ impl Participant {
         on_sample: impl Fn(&[u8]) + Send + Sync + 'static,
     ) -> Result<Reader> {
         let qos = qos.resolve(rclev::qos::QosRole::Subscription, &[]);
-        let matched = Arc::new(Matched::default());
-        let events = ReaderEvents {
-            sink: Arc::new(Callback(on_sample)),
-            matched: matched.clone(),
-            graph: self.graph.clone(),
-            hook: Arc::new(()),
-        };
-        let inner = bridge::create_reader(
-            &self.inner,
-            topic,
-            type_name,
-            &crate::qos::to_dds(&qos),
-            &[],
-            Box::new(ReaderSink::new(Box::new(events))),
-        )
-        .map_err(engine_error)?;
+        let parts = self.handle.create_reader(
+            EndpointSpec {
+                topic,
+                type_name,
+                qos: &crate::qos::to_dds(&qos),
+                user_data: &[],
+            },
+            Fill::KeepLast(1).reader_mode(None),
+            Arc::new(Callback(on_sample)),
+            Arc::new(()),
+        )?;
         Ok(Reader {
-            _inner: inner,
-            matched,
+            _inner: parts.reader,
+            matched: parts.matched,
         })
     }
 }

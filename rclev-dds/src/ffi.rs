@@ -3,13 +3,16 @@
 //!
 //! Everything here is plumbing: bytes, GUIDs, counts. The sinks hand each call to a handler
 //! trait object at once; a panic in a handler is caught here, because unwinding into C++
-//! would abort the process.
+//! would abort the process. What a peer sends crosses as bytes (names too) and Rust decides
+//! what it means; the shim catches every exception its listener bodies could throw.
 
+use rclev::throttle::ReportThrottle;
 use rclev::transport::EncodeInPlace;
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
 #[cxx::bridge(namespace = "rclev_dds")]
 pub(crate) mod bridge {
@@ -98,14 +101,15 @@ pub(crate) mod bridge {
         peer: [u8; 16],
     }
 
-    /// A remote (or local) endpoint discovered, changed or gone.
+    /// A remote (or local) endpoint discovered, changed or gone. Its names are the bytes the
+    /// peer announced: nothing makes them UTF-8.
     #[derive(Debug, Clone)]
     struct DiscoveredEndpoint {
         alive: bool,
         writer: bool,
         guid: [u8; 16],
-        topic: String,
-        type_name: String,
+        topic: Vec<u8>,
+        type_name: Vec<u8>,
         user_data: Vec<u8>,
         qos: EndpointQos,
     }
@@ -118,13 +122,32 @@ pub(crate) mod bridge {
         user_data: Vec<u8>,
     }
 
+    /// How a reader hands its samples over.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct ReaderMode {
+        /// false: the listener takes every sample on the receive thread at once (the Rust
+        /// queue keeps the ROS history). true: samples stay in Fast DDS's history, within its
+        /// resource limits, until [`DdsReader::take`] takes them; the listener only calls
+        /// `on_data_available`.
+        on_demand: bool,
+        /// Samples longer than this are refused (`on_refused`) without being copied.
+        max_sample_len: usize,
+    }
+
     extern "Rust" {
+        /// The bytes in a Rust `Vec`, in one copy.
+        fn copy_bytes(bytes: &[u8]) -> Vec<u8>;
+        /// A listener body caught an exception (`what` names the callback, `detail` is the
+        /// exception's message as bytes); counted and reported, rate-limited.
+        fn listener_failed(what: &str, detail: &[u8]);
+
         type ReaderSink;
-        /// A buffer of `len` bytes for the next sample, which the shim fills while Fast DDS
-        /// takes it (see [`ReaderSink::sample_buffer`]).
-        fn sample_buffer(self: &ReaderSink, len: usize) -> *mut u8;
-        /// The sample the shim just wrote into the buffer, `len` bytes.
-        fn on_sample(self: &ReaderSink, len: usize, meta: &SampleMeta);
+        /// A sample taken (CDR with its encapsulation header), in a buffer Rust owns.
+        fn on_sample(self: &ReaderSink, data: Vec<u8>, meta: &SampleMeta);
+        /// A sample of `len` bytes refused for being longer than the reader's `max_sample_len`.
+        fn on_refused(self: &ReaderSink, len: usize, meta: &SampleMeta);
+        /// An on-demand reader has samples to take.
+        fn on_data_available(self: &ReaderSink);
         fn on_event(self: &ReaderSink, event: &EndpointEvent);
 
         type WriterSink;
@@ -132,7 +155,8 @@ pub(crate) mod bridge {
 
         type PayloadEncoder;
         /// Encodes the sample into Fast DDS's payload buffer; its length, or 0 if it did not
-        /// fit (or failed: the encoder keeps the error).
+        /// fit (or failed: the encoder keeps the error). Never more than `out.len()`, which
+        /// the shim checks again.
         fn encode(self: &mut PayloadEncoder, out: &mut [u8]) -> usize;
 
         type GraphSink;
@@ -179,9 +203,12 @@ pub(crate) mod bridge {
             type_name: &str,
             qos: &EndpointQos,
             user_data: &[u8],
+            mode: &ReaderMode,
             sink: Box<ReaderSink>,
         ) -> Result<UniquePtr<DdsReader>>;
         fn guid(self: &DdsReader) -> Guid;
+        /// Takes up to `max` samples into the reader's sink; how many were taken.
+        fn take(self: &DdsReader, max: usize) -> Result<usize>;
     }
 }
 
@@ -195,15 +222,21 @@ unsafe impl Sync for bridge::DdsParticipant {}
 unsafe impl Send for bridge::DdsWriter {}
 // SAFETY: as above.
 unsafe impl Sync for bridge::DdsWriter {}
-// SAFETY: a reader handle is only created and dropped; Fast DDS takes samples on its thread.
+// SAFETY: a reader handle is created, dropped and asked to `take`, which Fast DDS's
+// DataReader::take_next_sample allows from any thread (it locks the reader); its listener's
+// sink is `Sync`.
 unsafe impl Send for bridge::DdsReader {}
 // SAFETY: as above.
 unsafe impl Sync for bridge::DdsReader {}
 
 /// What a reader's listener reports.
 pub(crate) trait ReaderHandler: Send + Sync {
-    /// A sample arrived (CDR with its encapsulation header).
+    /// A sample was taken (CDR with its encapsulation header).
     fn sample(&self, data: Vec<u8>, meta: &bridge::SampleMeta);
+    /// A sample of `len` bytes was refused: longer than the type can be.
+    fn refused(&self, len: usize, meta: &bridge::SampleMeta);
+    /// An on-demand reader has samples to take.
+    fn data_available(&self);
     /// A status changed.
     fn event(&self, event: &bridge::EndpointEvent);
 }
@@ -230,6 +263,30 @@ impl<T: GraphHandler> GraphHandler for std::sync::Arc<T> {
     fn participant(&self, participant: &bridge::DiscoveredParticipant) {
         (**self).participant(participant)
     }
+}
+
+fn copy_bytes(bytes: &[u8]) -> Vec<u8> {
+    bytes.to_vec()
+}
+
+/// Exceptions the shim's listener bodies caught (see [`listener_failures`]).
+static LISTENER_FAILURES: ReportThrottle = ReportThrottle::new(Duration::from_secs(10));
+
+fn listener_failed(what: &str, detail: &[u8]) {
+    let _ = catch_unwind(|| {
+        if let Some(held_back) = LISTENER_FAILURES.note(what) {
+            tracing::warn!(
+                target: "rclev_dds",
+                "{what} failed and was skipped: {}{held_back}",
+                String::from_utf8_lossy(detail)
+            );
+        }
+    });
+}
+
+/// How many exceptions the C++ shim's listener bodies have caught in this process.
+pub(crate) fn listener_failures() -> u64 {
+    LISTENER_FAILURES.total()
 }
 
 thread_local! {
@@ -266,90 +323,135 @@ pub(crate) fn refuse_on_listener_thread(what: &str) -> rclev::Result<()> {
     Ok(())
 }
 
-/// Owns a DDS endpoint and deletes it when dropped, except inside a listener call: there the
-/// deletion (which takes the discovery lock, and waits for the endpoint's own listener if the
-/// drop comes from its callback) is handed to a short-lived thread, which runs it once the
-/// listener call that holds the locks has returned.
-pub(crate) struct Endpoint<T: Send + 'static>(Option<T>);
+/// Deletes Fast DDS entities that were dropped inside a listener call, once that call has
+/// returned: on a thread of its own, started with the first such drop. Deleting an entity
+/// takes Fast DDS's discovery lock, and waits for the entity's own listener if the drop comes
+/// from its callback: done right there it would deadlock.
+///
+/// One queue per participant (transport or raw engine), shared by its entities: the last
+/// owner to go (the transport, or an entity that outlived it) closes it and joins its thread,
+/// so every deferred deletion has run when the participant is gone — unless that last owner
+/// goes on a listener thread or on the queue's own thread, where waiting could deadlock; then
+/// the thread finishes the queue on its own.
+#[derive(Default)]
+pub(crate) struct DropQueue {
+    reaper: Mutex<Option<Reaper>>,
+}
 
-impl<T: Send + 'static> Endpoint<T> {
-    pub(crate) fn new(inner: T) -> Self {
-        Self(Some(inner))
+struct Reaper {
+    tx: mpsc::Sender<Box<dyn Send>>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl DropQueue {
+    /// Deletes `entity` on the queue's thread.
+    fn defer(&self, entity: Box<dyn Send>) {
+        let mut reaper = self.reaper.lock().unwrap_or_else(|e| e.into_inner());
+        if reaper.is_none() {
+            let (tx, rx) = mpsc::channel::<Box<dyn Send>>();
+            let spawned = std::thread::Builder::new()
+                .name("rclev-dds-drop".into())
+                .spawn(move || {
+                    for entity in rx {
+                        drop(entity);
+                    }
+                });
+            match spawned {
+                Ok(thread) => *reaper = Some(Reaper { tx, thread }),
+                Err(e) => {
+                    // Deleting here could deadlock; keeping the entity costs only its memory.
+                    tracing::error!(target: "rclev_dds", "cannot start a thread to delete a DDS entity ({e}); it is leaked");
+                    std::mem::forget(entity);
+                    return;
+                }
+            }
+        }
+        if let Some(Reaper { tx, .. }) = reaper.as_ref() {
+            if let Err(mpsc::SendError(entity)) = tx.send(entity) {
+                // The thread is gone (it never ends while `tx` lives, unless an entity's
+                // deletion panicked it): keep the entity rather than delete it here.
+                std::mem::forget(entity);
+            }
+        }
     }
 }
 
-impl<T: Send + 'static> std::ops::Deref for Endpoint<T> {
+impl Drop for DropQueue {
+    fn drop(&mut self) {
+        let reaper = self
+            .reaper
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(Reaper { tx, thread }) = reaper else {
+            return;
+        };
+        drop(tx); // the thread ends once it has deleted what is queued
+        if !on_listener_thread() && thread.thread().id() != std::thread::current().id() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Owns a Fast DDS entity (participant, writer or reader handle) and deletes it when dropped,
+/// except inside a listener call: there the deletion is handed to the participant's
+/// [`DropQueue`]. Every entity handle rclev-dds keeps is one of these.
+pub(crate) struct Guarded<T: Send + 'static> {
+    inner: Option<T>,
+    queue: Arc<DropQueue>,
+}
+
+impl<T: Send + 'static> Guarded<T> {
+    pub(crate) fn new(inner: T, queue: Arc<DropQueue>) -> Self {
+        Self {
+            inner: Some(inner),
+            queue,
+        }
+    }
+}
+
+impl<T: Send + 'static> std::ops::Deref for Guarded<T> {
     type Target = T;
     fn deref(&self) -> &T {
         // `None` only inside `drop`.
-        self.0.as_ref().expect("endpoint used after drop")
+        self.inner.as_ref().expect("entity used after drop")
     }
 }
 
-impl<T: Send + 'static> Drop for Endpoint<T> {
+impl<T: Send + 'static> Drop for Guarded<T> {
     fn drop(&mut self) {
-        let Some(inner) = self.0.take() else { return };
-        if !on_listener_thread() {
-            return drop(inner);
-        }
-        let deferred = std::thread::Builder::new()
-            .name("rclev-dds-drop".into())
-            .spawn(move || drop(inner));
-        if let Err(e) = deferred {
-            // Deleting here could deadlock; keeping the endpoint costs only its memory.
-            tracing::error!(target: "rclev_dds", "cannot start a thread to delete a DDS endpoint ({e}); it is leaked");
+        let Some(inner) = self.inner.take() else {
+            return;
+        };
+        if on_listener_thread() {
+            self.queue.defer(Box::new(inner));
+        } else {
+            drop(inner);
         }
     }
 }
 
-/// The Rust side of a reader's listener.
-///
-/// Samples arrive in Rust-owned buffers: when Fast DDS takes a sample, the shim's type asks for
-/// a buffer of the sample's length ([`sample_buffer`](Self::sample_buffer)), copies the bytes
-/// into it (the one copy out of Fast DDS's history, which every reader makes) and then hands
-/// it over with [`on_sample`](Self::on_sample). The subscription queues that very buffer: no
-/// second copy. Both calls happen on the listener's thread within one `take_next_sample`,
-/// with the reader's lock held, so one buffer is outstanding at a time.
+/// The Rust side of a reader's listener: hands each call to its handler at once. Samples
+/// arrive as buffers Rust owns (the shim's type copies each sample out of Fast DDS's history
+/// with [`copy_bytes`], the one copy every reader makes); the subscription queues that very
+/// buffer.
 pub(crate) struct ReaderSink {
     handler: Box<dyn ReaderHandler>,
-    /// The buffer `sample_buffer` gave out, and the length asked for.
-    pending: std::sync::Mutex<Option<(Vec<u8>, usize)>>,
 }
 
 impl ReaderSink {
     pub(crate) fn new(handler: Box<dyn ReaderHandler>) -> Self {
-        Self {
-            handler,
-            pending: std::sync::Mutex::new(None),
-        }
+        Self { handler }
     }
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, Option<(Vec<u8>, usize)>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    fn on_sample(&self, data: Vec<u8>, meta: &bridge::SampleMeta) {
+        guarded("sample", || self.handler.sample(data, meta));
     }
-
-    fn sample_buffer(&self, len: usize) -> *mut u8 {
-        let mut pending = self.pending();
-        let (buffer, _) = pending.insert((Vec::with_capacity(len), len));
-        buffer.as_mut_ptr()
+    fn on_refused(&self, len: usize, meta: &bridge::SampleMeta) {
+        guarded("refused sample", || self.handler.refused(len, meta));
     }
-
-    fn on_sample(&self, len: usize, meta: &bridge::SampleMeta) {
-        let Some((mut buffer, asked)) = self.pending().take() else {
-            tracing::error!(target: "rclev_dds", "a sample arrived without its buffer; dropped");
-            return;
-        };
-        if len != asked {
-            tracing::error!(target: "rclev_dds", "a sample of {len} bytes arrived in a buffer of {asked}; dropped");
-            return;
-        }
-        // SAFETY: `buffer` was made with capacity `len` by `sample_buffer(len)` in this same
-        // `take_next_sample` call, and the shim (`BlobType::deserialize`) copied exactly `len`
-        // bytes of the sample into it before calling this with that length (`shim.cc`: it
-        // calls `on_sample` only for a sample it deserialized into a buffer from here). So the
-        // first `len` bytes are initialized.
-        unsafe { buffer.set_len(len) };
-        guarded("sample", || self.handler.sample(buffer, meta));
+    fn on_data_available(&self) {
+        guarded("data available", || self.handler.data_available());
     }
     fn on_event(&self, event: &bridge::EndpointEvent) {
         guarded("reader event", || self.handler.event(event));
@@ -377,8 +479,17 @@ impl PayloadEncoder {
 
     fn encode(&mut self, out: &mut [u8]) -> usize {
         let encode = self.encode_in_place;
+        let room = out.len();
         match catch_unwind(AssertUnwindSafe(|| encode(&*self.value, out))) {
-            Ok(Ok(n)) => n,
+            Ok(Ok(n)) if n <= room => n,
+            // The length becomes the payload's: more than was written would send whatever
+            // lies beyond. Refused here, and by the shim too.
+            Ok(Ok(n)) => {
+                self.failed = Some(rclev::Error::Transport(format!(
+                    "a message encoder claimed {n} bytes written into a buffer of {room}"
+                )));
+                0
+            }
             Ok(Err(e)) => {
                 self.failed = Some(e);
                 0

@@ -10,6 +10,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use rclev::throttle::ReportThrottle;
 
 use rclev::msg::TypeHash;
 use rclev::transport::{EndpointInfo, EndpointKind, Gid, GraphNotifier, GraphSnapshot, NodeName};
@@ -18,7 +21,9 @@ use rclev::QoSProfile;
 use crate::entities::{NodeEntities, ParticipantEntities};
 use crate::ffi::bridge::{DiscoveredEndpoint, DiscoveredParticipant};
 use crate::ffi::GraphHandler;
-use crate::names::{demangle_topic, demangle_type, parse_user_data, user_data_type_hash, RosTopic};
+use crate::names::{
+    demangle_topic, demangle_type, id_text, parse_user_data, user_data_type_hash, RosTopic,
+};
 use crate::qos::from_dds;
 
 /// The vendor ids at the start of GUID prefixes: Eclipse Cyclone DDS's and eProsima Fast
@@ -84,8 +89,36 @@ struct GraphState {
     /// What each other participant last said on `ros_discovery_info`, by GUID prefix.
     remote_nodes: HashMap<[u8; 12], Vec<NodeEntities>>,
     /// Participants that have left (GUID prefixes are never reused): a sample of theirs still
-    /// in flight must not bring their nodes back.
-    gone: std::collections::HashSet<[u8; 12]>,
+    /// in flight must not bring their nodes back. The latest [`GONE_KEPT`] only: a sample in
+    /// flight comes within seconds of its participant's end, not thousands of departures later.
+    gone: Gone,
+}
+
+/// How many departed participants the graph remembers.
+const GONE_KEPT: usize = 4096;
+
+/// The latest [`GONE_KEPT`] departed participants' GUID prefixes.
+#[derive(Default)]
+struct Gone {
+    set: std::collections::HashSet<[u8; 12]>,
+    order: std::collections::VecDeque<[u8; 12]>,
+}
+
+impl Gone {
+    fn contains(&self, key: &[u8; 12]) -> bool {
+        self.set.contains(key)
+    }
+
+    fn insert(&mut self, key: [u8; 12]) {
+        if self.set.insert(key) {
+            self.order.push_back(key);
+            if self.order.len() > GONE_KEPT {
+                if let Some(oldest) = self.order.pop_front() {
+                    self.set.remove(&oldest);
+                }
+            }
+        }
+    }
 }
 
 fn prefix(gid: &Gid) -> [u8; 12] {
@@ -328,21 +361,56 @@ impl GraphCache {
     }
 }
 
+/// Discovered endpoints left out of the graph for names that are not UTF-8, logged per
+/// participant at most every 10 s.
+static IGNORED: ReportThrottle = ReportThrottle::new(Duration::from_secs(10));
+
+fn ignored_endpoint(gid: &Gid, topic: &[u8], type_name: &[u8]) {
+    let participant = id_text(&gid.0)[..35].to_string();
+    if let Some(held_back) = IGNORED.note(&participant) {
+        tracing::warn!(
+            target: "rclev_dds",
+            "an endpoint of participant {participant} is left out of the graph: its topic {:?} or type {:?} is not UTF-8{held_back}",
+            String::from_utf8_lossy(topic),
+            String::from_utf8_lossy(type_name),
+        );
+    }
+}
+
+/// How many discovered endpoints this process left out of the graph for names that are not
+/// UTF-8.
+pub(crate) fn ignored_endpoints() -> u64 {
+    IGNORED.total()
+}
+
 impl GraphHandler for GraphCache {
     fn endpoint(&self, e: &DiscoveredEndpoint) {
         if self.is_own(&e.guid) {
             return;
         }
         let gid = Gid(e.guid);
+        // Names are the peer's bytes. ROS names are ASCII: one that is not even UTF-8 names
+        // nothing rclev could match or show (counted, reported rate-limited, left out).
+        let names = std::str::from_utf8(&e.topic)
+            .and_then(|topic| Ok((topic, std::str::from_utf8(&e.type_name)?)));
+        let names = match names {
+            Ok(names) => Some(names),
+            Err(_) => {
+                if e.alive {
+                    ignored_endpoint(&gid, &e.topic, &e.type_name);
+                }
+                None
+            }
+        };
         let changed = {
             let mut s = self.state();
-            match demangle_topic(&e.topic) {
-                Some(topic) if e.alive => {
+            match names.and_then(|(topic, type_name)| Some((demangle_topic(topic)?, type_name))) {
+                Some((topic, type_name)) if e.alive => {
                     let user_data = parse_user_data(&e.user_data);
                     let endpoint = RemoteEndpoint {
                         writer: e.writer,
                         topic,
-                        type_name: demangle_type(&e.type_name),
+                        type_name: demangle_type(type_name),
                         type_hash: user_data_type_hash(&user_data),
                         qos: from_dds(&e.qos),
                         user_data,
@@ -395,8 +463,8 @@ mod tests {
             alive,
             writer,
             guid: g,
-            topic: topic.into(),
-            type_name: "std_msgs::msg::dds_::String_".into(),
+            topic: topic.as_bytes().to_vec(),
+            type_name: b"std_msgs::msg::dds_::String_".to_vec(),
             user_data:
                 b"typehash=RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18;"
                     .to_vec(),

@@ -92,14 +92,17 @@ impl WriterHandler for WriterEvents {
     }
 }
 
-/// What a reader does with a sample.
+/// What a reader does with what its listener reports.
 pub(crate) trait SampleSink: Send + Sync {
-    fn sample(&self, data: &[u8], meta: &crate::ffi::bridge::SampleMeta);
-    /// The same, handing over the buffer the sample was taken into (a sink that keeps the
-    /// bytes keeps this one instead of copying them).
-    fn sample_owned(&self, data: Vec<u8>, meta: &crate::ffi::bridge::SampleMeta) {
-        self.sample(&data, meta);
+    /// A sample taken (CDR with its encapsulation header), in a buffer it may keep.
+    fn sample(&self, data: Vec<u8>, meta: &crate::ffi::bridge::SampleMeta);
+    /// A sample of `len` bytes refused, longer than the reader's type can be. Only readers
+    /// created with a bound see this.
+    fn refused(&self, len: usize, meta: &crate::ffi::bridge::SampleMeta) {
+        let _ = (len, meta);
     }
+    /// An on-demand reader has samples to take. Only on-demand readers see this.
+    fn data_available(&self) {}
 }
 
 /// A reader's listener: samples go to `sink`; matches and QoS events as for writers.
@@ -112,7 +115,15 @@ pub(crate) struct ReaderEvents<S> {
 
 impl<S: SampleSink + 'static> ReaderHandler for ReaderEvents<S> {
     fn sample(&self, data: Vec<u8>, meta: &crate::ffi::bridge::SampleMeta) {
-        self.sink.sample_owned(data, meta);
+        self.sink.sample(data, meta);
+    }
+
+    fn refused(&self, len: usize, meta: &crate::ffi::bridge::SampleMeta) {
+        self.sink.refused(len, meta);
+    }
+
+    fn data_available(&self) {
+        self.sink.data_available();
     }
 
     fn event(&self, event: &EndpointEvent) {

@@ -16,14 +16,15 @@
 //! [`REPLY_MATCH_WAIT`]) until its reply writer is matched with that client's reply reader,
 //! as rmw does: a volatile reply written earlier would not reach the client.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use cxx::UniquePtr;
 
 use rclev::qos::QosRole;
+use rclev::throttle::ReportThrottle;
 use rclev::transport::{
     ClientPort, EndpointKind, Gid, Payload, ReadyHook, RequestId, ServiceEndpoint, ServicePort,
     TypeSupport,
@@ -31,8 +32,9 @@ use rclev::transport::{
 use rclev::{Error, QoSProfile, Result};
 
 use crate::ffi::bridge::{DdsReader, DdsWriter, SampleIdentity, SampleMeta};
-use crate::ffi::Endpoint;
+use crate::ffi::Guarded;
 use crate::graph::{DdsEntity, GraphCache};
+use crate::inbox::{fill_on_demand, Fill, Inbox, ReaderSlot};
 use crate::matched::{Matched, SampleSink};
 use crate::names::{cyclone_service_id, endpoint_user_data, id_text, service_topics, RosTopic};
 use crate::qos::to_dds;
@@ -127,23 +129,20 @@ enum ReplyRoute {
     },
 }
 
-/// Requests as the listener receives them.
+/// Requests as the listener receives them (see `inbox` for the queue's bound and policy: the
+/// service's QoS depth, like rmw's request history). Each queued request carries its reply
+/// route; once the service's callback took it, the route waits in `routes` for the response.
 struct RequestInbox {
-    name: String,
-    queue: Mutex<VecDeque<(RequestId, Payload)>>,
+    inbox: Inbox<(RequestId, Payload, Option<ReplyRoute>)>,
+    /// Routes of requests taken and not answered yet: as many as the service's callbacks hold
+    /// (each is answered or abandoned).
     routes: Mutex<HashMap<RequestId, ReplyRoute>>,
     graph: Arc<GraphCache>,
-    closed: AtomicBool,
-    ready: Arc<dyn ReadyHook>,
 }
 
 impl SampleSink for RequestInbox {
-    fn sample(&self, data: &[u8], meta: &SampleMeta) {
-        if self.closed.load(Ordering::Acquire) {
-            return;
-        }
+    fn sample(&self, data: Vec<u8>, meta: &SampleMeta) {
         let writer = Gid(meta.identity.guid);
-        let remote = self.graph.remote(&writer);
         let (id, body, route) = if meta.related.set {
             let id = RequestId {
                 writer_guid: Gid(meta.related.guid),
@@ -155,14 +154,20 @@ impl SampleSink for RequestInbox {
                     seq: meta.identity.seq,
                     set: true,
                 },
-                reader: is_reader(&meta.related.guid).then_some(Gid(meta.related.guid)),
+                // A client's reply reader lives in its request writer's participant: one
+                // named elsewhere is not waited for (a peer could name readers that never
+                // come, and hold the service's worker for a second each).
+                reader: (is_reader(&meta.related.guid)
+                    && meta.related.guid[..12] == meta.identity.guid[..12])
+                    .then_some(Gid(meta.related.guid)),
             };
-            (id, data.to_vec(), Some(route))
-        } else if remote
-            .as_ref()
-            .is_some_and(|e| e.needs_cyclone_header(&writer))
+            (id, data, Some(route))
+        } else if let Some(remote) = self
+            .graph
+            .remote(&writer)
+            .filter(|e| e.needs_cyclone_header(&writer))
         {
-            match CycloneHeader::split(data) {
+            match CycloneHeader::split(&data) {
                 Some((header, body)) => {
                     let mut gid = [0u8; 16];
                     gid[..8].copy_from_slice(&header.client.to_be_bytes());
@@ -171,7 +176,7 @@ impl SampleSink for RequestInbox {
                         writer_guid: Gid(gid),
                         sequence_number: header.sequence,
                     };
-                    let client_id = remote.and_then(|e| e.user_data.get("clientid").cloned());
+                    let client_id = remote.user_data.get("clientid").cloned();
                     (id, body, Some(ReplyRoute::Header { header, client_id }))
                 }
                 // Too short for a header: hand it on as it is, the node layer reports it
@@ -181,7 +186,7 @@ impl SampleSink for RequestInbox {
                         writer_guid: writer,
                         sequence_number: meta.identity.seq,
                     },
-                    data.to_vec(),
+                    data,
                     None,
                 ),
             }
@@ -200,22 +205,30 @@ impl SampleSink for RequestInbox {
                 },
                 reader: None,
             };
-            (id, data.to_vec(), Some(route))
+            (id, data, Some(route))
         };
-        if let Some(route) = route {
-            lock(&self.routes).insert(id, route);
+        self.inbox
+            .push((id, Payload::Serialized(Box::new(body)), route));
+        if !self.inbox.on_demand() {
+            self.inbox.received(false);
         }
-        lock(&self.queue).push_back((id, Payload::Serialized(Box::new(body))));
-        self.ready.ready();
+    }
+
+    fn refused(&self, len: usize, meta: &SampleMeta) {
+        self.inbox.refused(len, &meta.identity.guid);
+    }
+
+    fn data_available(&self) {
+        self.inbox.received(false);
     }
 }
 
 /// A ROS service server: a request reader on `rq/<name>Request` and a reply writer on
 /// `rr/<name>Reply`.
 pub(crate) struct DdsService {
-    inbox: Arc<RequestInbox>,
-    request_reader: Mutex<Option<Endpoint<UniquePtr<DdsReader>>>>,
-    reply_writer: Endpoint<UniquePtr<DdsWriter>>,
+    requests: Arc<RequestInbox>,
+    request_reader: ReaderSlot,
+    reply_writer: Guarded<UniquePtr<DdsWriter>>,
     reply_matched: Arc<Matched>,
     response: TypeSupport,
     announced: Mutex<Option<Announced>>,
@@ -236,14 +249,12 @@ impl DdsService {
             ..
         } = Setup::new(node, endpoint)?;
         let types = &endpoint.types;
-        let graph = node.shared.graph.clone();
-        let inbox = Arc::new(RequestInbox {
-            name: endpoint.name.clone(),
-            queue: Mutex::new(VecDeque::new()),
+        let graph = node.shared.handle.graph.clone();
+        let fill = Fill::of(reader_qos.history);
+        let requests = Arc::new(RequestInbox {
+            inbox: Inbox::new(&endpoint.name, fill, ready),
             routes: Mutex::new(HashMap::new()),
-            graph: graph.clone(),
-            closed: AtomicBool::new(false),
-            ready,
+            graph,
         });
         // The reply writer first: a request may arrive as soon as the reader exists.
         let writer = node.new_writer(
@@ -253,12 +264,19 @@ impl DdsService {
             &endpoint_user_data(Some(("serviceid", &id)), &types.response.info.hash),
             Arc::new(()),
         )?;
+        // A request's length is bounded as its type is (rmw_cyclonedds's header adds 16).
+        let max_request = types
+            .request
+            .info
+            .max_serialized_size()
+            .map(|n| n + HEADER_LEN);
         let reader = node.new_reader(
             &request_topic,
             types.request.info.dds_type_name,
             &to_dds(&reader_qos),
             &endpoint_user_data(Some(("serviceid", &id)), &types.request.info.hash),
-            inbox.clone(),
+            fill.reader_mode(max_request),
+            requests.clone(),
             Arc::new(()),
         )?;
         let gid = Gid(reader.reader.guid().bytes);
@@ -277,7 +295,7 @@ impl DdsService {
             ],
         );
         Ok(Arc::new(Self {
-            inbox,
+            requests,
             request_reader: Mutex::new(Some(reader.reader)),
             reply_writer: writer.writer,
             reply_matched: writer.matched,
@@ -300,7 +318,7 @@ impl DdsService {
                 client_id: Some(client),
                 ..
             } => {
-                let graph = &self.inbox.graph;
+                let graph = &self.requests.graph;
                 self.reply_matched.wait_for(REPLY_MATCH_WAIT, |g| {
                     graph
                         .remote(g)
@@ -316,27 +334,29 @@ impl DdsService {
 
 impl ServicePort for DdsService {
     fn take_request(&self) -> Option<(RequestId, Payload)> {
-        lock(&self.inbox.queue).pop_front()
+        fill_on_demand(&self.requests.inbox, &self.request_reader, 1);
+        let (id, payload, route) = self.requests.inbox.items().pop_front()?;
+        if let Some(route) = route {
+            lock(&self.requests.routes).insert(id, route);
+        }
+        Some((id, payload))
     }
 
     fn send_response(&self, id: RequestId, response: Payload) -> Result<()> {
-        let route = lock(&self.inbox.routes).remove(&id).ok_or_else(|| {
+        let name = self.requests.inbox.name();
+        let route = lock(&self.requests.routes).remove(&id).ok_or_else(|| {
             Error::Transport(format!(
-                "service {:?}: no request {id:?} is waiting for a response",
-                self.inbox.name
+                "service {name:?}: no request {id:?} is waiting for a response"
             ))
         })?;
         if !self.wait_for_client(&route) {
             return Err(Error::Timeout {
-                what: format!(
-                    "service {:?}: the client's reply reader to match",
-                    self.inbox.name
-                ),
+                what: format!("service {name:?}: the client's reply reader to match"),
                 after: REPLY_MATCH_WAIT,
             });
         }
         with_cdr(&response, &self.response, |body| {
-            require_encapsulation(body, &self.inbox.name)?;
+            require_encapsulation(body, name)?;
             match &route {
                 ReplyRoute::RelatedIdentity { related, .. } => {
                     self.reply_writer
@@ -354,17 +374,26 @@ impl ServicePort for DdsService {
     }
 
     fn abandon_request(&self, id: RequestId) {
-        lock(&self.inbox.routes).remove(&id);
+        lock(&self.requests.routes).remove(&id);
     }
 
     fn close(&self) {
-        self.inbox.closed.store(true, Ordering::Release);
+        self.requests.inbox.close();
         let reader = lock(&self.request_reader).take();
         drop(reader);
         let announced = lock(&self.announced).take();
         drop(announced);
-        lock(&self.inbox.queue).clear();
-        lock(&self.inbox.routes).clear();
+        // Again, now that no listener call is left (see DdsSubscription::close).
+        self.requests.inbox.close();
+        lock(&self.requests.routes).clear();
+    }
+
+    fn lost_count(&self) -> u64 {
+        self.requests.inbox.lost_count()
+    }
+
+    fn refused_count(&self) -> u64 {
+        self.requests.inbox.refused_count()
     }
 }
 
@@ -409,35 +438,64 @@ impl Setup {
     }
 }
 
-/// Responses as the listener receives them, filtered to this client's.
+/// Responses a peer sent that this client could not be waiting for, logged per client at most
+/// every 10 s.
+static UNASKED: ReportThrottle = ReportThrottle::new(Duration::from_secs(10));
+
+/// Responses as the listener receives them, filtered to this client's. The queue never holds
+/// more responses than requests this client sent and has not had answered: a server (or a
+/// peer posing as one) that sends more, duplicates say, has them dropped and counted.
 struct ResponseInbox {
-    queue: Mutex<VecDeque<(i64, Result<Payload>)>>,
+    inbox: Inbox<(i64, Result<Payload>)>,
     /// This client's reply reader and request writer (set once both exist): a Fast DDS
     /// reply for this client names one of them as its related identity.
     own: OnceLock<([u8; 16], [u8; 16])>,
     /// This client's id in rmw_cyclonedds's header.
     header_id: u64,
-    ready: Arc<dyn ReadyHook>,
+    /// Requests sent (counted before each write, so a response never arrives before its
+    /// request is counted) and responses taken.
+    sent: AtomicU64,
+    taken: AtomicU64,
 }
 
 impl SampleSink for ResponseInbox {
-    fn sample(&self, data: &[u8], meta: &SampleMeta) {
+    fn sample(&self, data: Vec<u8>, meta: &SampleMeta) {
         let Some((reader, writer)) = self.own.get() else {
             return;
         };
-        let response = if meta.related.set {
+        let (sequence, body) = if meta.related.set {
             if meta.related.guid != *reader && meta.related.guid != *writer {
                 return; // another client's
             }
-            (meta.related.seq, data.to_vec())
+            (meta.related.seq, data)
         } else {
-            match CycloneHeader::split(data) {
+            match CycloneHeader::split(&data) {
                 Some((header, body)) if header.client == self.header_id => (header.sequence, body),
                 _ => return,
             }
         };
-        lock(&self.queue).push_back((response.0, Ok(Payload::Serialized(Box::new(response.1)))));
-        self.ready.ready();
+        let answerable = self
+            .sent
+            .load(Ordering::Acquire)
+            .saturating_sub(self.taken.load(Ordering::Acquire));
+        let limit = usize::try_from(answerable).unwrap_or(usize::MAX);
+        if self
+            .inbox
+            .push_within((sequence, Ok(Payload::Serialized(Box::new(body)))), limit)
+        {
+            self.inbox.received(false);
+        } else if let Some(held_back) = UNASKED.note(self.inbox.name()) {
+            tracing::warn!(
+                target: "rclev_dds",
+                "client {}: a response (sequence {sequence}) from writer {} dropped: more responses than requests waiting{held_back}",
+                self.inbox.name(),
+                id_text(&meta.identity.guid),
+            );
+        }
+    }
+
+    fn refused(&self, len: usize, meta: &SampleMeta) {
+        self.inbox.refused(len, &meta.identity.guid);
     }
 }
 
@@ -446,9 +504,9 @@ impl SampleSink for ResponseInbox {
 pub(crate) struct DdsClient {
     name: String,
     inbox: Arc<ResponseInbox>,
-    request_writer: Endpoint<UniquePtr<DdsWriter>>,
+    request_writer: Guarded<UniquePtr<DdsWriter>>,
     request_matched: Arc<Matched>,
-    _reply_reader: Endpoint<UniquePtr<DdsReader>>,
+    _reply_reader: Guarded<UniquePtr<DdsReader>>,
     reply_matched: Arc<Matched>,
     request: TypeSupport,
     graph: Arc<GraphCache>,
@@ -479,16 +537,24 @@ impl DdsClient {
         let mut header_id = [0u8; 8];
         header_id.copy_from_slice(&id_bytes[8..16]);
         let inbox = Arc::new(ResponseInbox {
-            queue: Mutex::new(VecDeque::new()),
+            // Bounded by the requests waiting, not by a depth: see `ResponseInbox`.
+            inbox: Inbox::new(&endpoint.name, Fill::KeepLast(usize::MAX), ready),
             own: OnceLock::new(),
             header_id: u64::from_be_bytes(header_id),
-            ready,
+            sent: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
         });
+        let max_response = types
+            .response
+            .info
+            .max_serialized_size()
+            .map(|n| n + HEADER_LEN);
         let reader = node.new_reader(
             &reply_topic,
             types.response.info.dds_type_name,
             &to_dds(&reader_qos),
             &endpoint_user_data(Some(("clientid", &id)), &types.response.info.hash),
+            Fill::KeepLast(usize::MAX).reader_mode(max_response),
             inbox.clone(),
             Arc::new(()),
         )?;
@@ -522,7 +588,7 @@ impl DdsClient {
             _reply_reader: reader.reader,
             reply_matched: reader.matched,
             request: types.request,
-            graph: node.shared.graph.clone(),
+            graph: node.shared.handle.graph.clone(),
             last_sequence: Mutex::new(0),
             gid,
             _announced: announced,
@@ -550,6 +616,10 @@ impl ClientPort for DdsClient {
         with_cdr(&request, &self.request, |body| {
             require_encapsulation(body, &self.name)?;
             let mut last = lock(&self.last_sequence);
+            // Before the write: its response may be taken on the receive thread before
+            // `write` returns here. A failed write leaves one more answerable than there is:
+            // slack, never a loss.
+            self.inbox.sent.fetch_add(1, Ordering::AcqRel);
             let written = if header {
                 let header = CycloneHeader {
                     client: self.inbox.header_id,
@@ -574,7 +644,9 @@ impl ClientPort for DdsClient {
     }
 
     fn take_response(&self) -> Option<(i64, Result<Payload>)> {
-        lock(&self.inbox.queue).pop_front()
+        let response = self.inbox.inbox.items().pop_front()?;
+        self.inbox.taken.fetch_add(1, Ordering::AcqRel);
+        Some(response)
     }
 
     fn service_is_ready(&self) -> bool {

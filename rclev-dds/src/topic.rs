@@ -1,15 +1,16 @@
 //! Publishers and subscriptions over DDS writers and readers.
 //!
-//! A subscription takes every sample on Fast DDS's receive thread (the shim's listener) into
-//! its own queue, which keeps the ROS history (KeepLast drops the oldest and counts it lost),
-//! and rings its [`ReadyHook`]: the executor is pushed, never polls. A subscription with
-//! `Delivery::Direct` may have its callback run right there, on the receive thread, when its
-//! worker is idle. Lock order: the queue mutex is a leaf; hooks are called after it is released.
+//! A KeepLast subscription takes every sample on Fast DDS's receive thread (the shim's
+//! listener) into its own queue, which keeps the ROS history (the oldest dropped and counted
+//! lost), and rings its [`ReadyHook`]: the executor is pushed, never polls. A KeepAll one
+//! leaves samples in Fast DDS's history and rings the hook; its worker takes them (see
+//! `inbox`). A subscription with `Delivery::Direct` may have its callback run right there, on
+//! the receive thread, when its worker is idle. Lock order: the reader slot, then the queue
+//! mutex (a leaf); hooks are called after both are released.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use cxx::UniquePtr;
@@ -20,11 +21,12 @@ use rclev::transport::{
     EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort,
     TopicEndpoint, TypeSupport,
 };
-use rclev::{DeliveryError, Error, History, QoSProfile, Result};
+use rclev::{DeliveryError, Error, QoSProfile, Result};
 
-use crate::ffi::bridge::{DdsReader, SampleIdentity, SampleMeta};
-use crate::ffi::{Endpoint, PayloadEncoder};
+use crate::ffi::bridge::{SampleIdentity, SampleMeta};
+use crate::ffi::{Guarded, PayloadEncoder};
 use crate::graph::DdsEntity;
+use crate::inbox::{fill_on_demand, Fill, Inbox, ReaderSlot};
 use crate::matched::{Matched, SampleSink};
 use crate::names::{endpoint_user_data, topic_topic};
 use crate::qos::to_dds;
@@ -67,7 +69,7 @@ pub(crate) fn with_cdr<R>(
 
 /// A ROS publisher: one DDS writer on `rt/<name>`.
 pub(crate) struct DdsPublisher {
-    writer: Endpoint<UniquePtr<crate::ffi::bridge::DdsWriter>>,
+    writer: Guarded<UniquePtr<crate::ffi::bridge::DdsWriter>>,
     matched: Arc<Matched>,
     type_support: TypeSupport,
     /// The encoded size of the last message that went through `with_cdr`: room to reserve
@@ -128,7 +130,8 @@ impl PublisherPort for DdsPublisher {
     fn publish(&self, msg: Payload) -> Result<(), DeliveryError<Payload>> {
         // A message encoded straight into Fast DDS's payload: no copy through a buffer of
         // rclev's own. Once the topic's message size is known, and while messages fit.
-        if let (Payload::Shared(value), Some(encode)) = (&msg, self.type_support.serialize_in_place)
+        if let (Payload::Shared(value), Some(encode)) =
+            (&msg, self.type_support.serialize_in_place())
         {
             let capacity = match self.size_hint.load(Ordering::Relaxed) {
                 0 => None,
@@ -181,67 +184,47 @@ pub(crate) fn system_time(ns: i64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_nanos(u64::try_from(ns).unwrap_or(0))
 }
 
-/// The ROS history of a subscription, filled from the listener thread.
-struct Queue {
-    items: VecDeque<(Vec<u8>, MessageInfo)>,
-    received: u64,
-}
-
-/// What the listener shares with the subscription port.
+/// What the listener shares with the subscription port: the ROS history (see `inbox` for
+/// its bound and policy) and the count of what was received.
 struct SubscriptionInbox {
-    queue: Mutex<Queue>,
-    /// `None`: keep all.
-    depth: Option<usize>,
-    lost: AtomicU64,
-    closed: AtomicBool,
-    ready: Arc<dyn ReadyHook>,
-}
-
-impl SubscriptionInbox {
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    inbox: Inbox<(Vec<u8>, MessageInfo)>,
+    /// Messages received so far, for `reception_sequence_number`; written by whoever pushes
+    /// (the receive thread, or an on-demand take on the worker), one at a time.
+    received: AtomicU64,
 }
 
 impl SampleSink for SubscriptionInbox {
-    fn sample(&self, data: &[u8], meta: &SampleMeta) {
-        self.sample_owned(data.to_vec(), meta);
+    fn sample(&self, data: Vec<u8>, meta: &SampleMeta) {
+        let info = MessageInfo {
+            source_timestamp: system_time(meta.source_timestamp_ns),
+            received_timestamp: system_time(meta.reception_timestamp_ns),
+            publisher_gid: Gid(meta.identity.guid),
+            publication_sequence_number: u64::try_from(meta.identity.seq).unwrap_or(0),
+            reception_sequence_number: self.received.fetch_add(1, Ordering::Relaxed) + 1,
+            from_intra_process: false,
+        };
+        self.inbox.push((data, info));
+        if !self.inbox.on_demand() {
+            // This is Fast DDS's receive thread: a directly delivered subscription's callback
+            // may run right here (`Delivery::Direct`).
+            self.inbox.received(true);
+        }
     }
 
-    fn sample_owned(&self, data: Vec<u8>, meta: &SampleMeta) {
-        if self.closed.load(Ordering::Acquire) {
-            return;
-        }
-        {
-            let mut q = self.queue();
-            q.received += 1;
-            let info = MessageInfo {
-                source_timestamp: system_time(meta.source_timestamp_ns),
-                received_timestamp: system_time(meta.reception_timestamp_ns),
-                publisher_gid: Gid(meta.identity.guid),
-                publication_sequence_number: u64::try_from(meta.identity.seq).unwrap_or(0),
-                reception_sequence_number: q.received,
-                from_intra_process: false,
-            };
-            q.items.push_back((data, info));
-            if let Some(depth) = self.depth {
-                while q.items.len() > depth {
-                    q.items.pop_front();
-                    self.lost.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-        // This is Fast DDS's receive thread: a directly delivered subscription's callback may
-        // run right here (`Delivery::Direct`).
-        self.ready.ready_on_receive_thread();
+    fn refused(&self, len: usize, meta: &SampleMeta) {
+        self.inbox.refused(len, &meta.identity.guid);
+    }
+
+    fn data_available(&self) {
+        self.inbox.received(true);
     }
 }
 
 /// A ROS subscription: one DDS reader on `rt/<name>`.
 pub(crate) struct DdsSubscription {
-    inbox: Arc<SubscriptionInbox>,
-    /// Taken (and so deleted) by `close`.
-    reader: Mutex<Option<Endpoint<UniquePtr<DdsReader>>>>,
+    shared: Arc<SubscriptionInbox>,
+    /// Taken (and so deleted) by `close`; used by on-demand takes.
+    reader: ReaderSlot,
     matched: Arc<Matched>,
     gid: Gid,
     qos: QoSProfile,
@@ -255,30 +238,22 @@ impl DdsSubscription {
         ready: Arc<dyn ReadyHook>,
         events: Arc<dyn EventHook>,
     ) -> Result<Arc<Self>> {
-        let offers = node.shared.graph.offers(&endpoint.name);
+        let offers = node.shared.handle.graph.offers(&endpoint.name);
         let qos = endpoint.qos.resolve(QosRole::Subscription, &offers);
         qos.validate()?;
         let ts = endpoint.type_support;
-        let inbox = Arc::new(SubscriptionInbox {
-            queue: Mutex::new(Queue {
-                items: VecDeque::new(),
-                received: 0,
-            }),
-            depth: match qos.history {
-                History::KeepAll => None,
-                History::KeepLast(n) => Some(n.max(1)),
-                History::SystemDefault => Some(1),
-            },
-            lost: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
-            ready,
+        let fill = Fill::of(qos.history);
+        let shared = Arc::new(SubscriptionInbox {
+            inbox: Inbox::new(&endpoint.name, fill, ready),
+            received: AtomicU64::new(0),
         });
         let parts = node.new_reader(
             &topic_topic(&endpoint.name, qos.avoid_ros_namespace_conventions),
             ts.info.dds_type_name,
             &to_dds(&qos),
             &endpoint_user_data(None, &ts.info.hash),
-            inbox.clone(),
+            fill.reader_mode(ts.info.max_serialized_size()),
+            shared.clone(),
             events,
         )?;
         let gid = Gid(parts.reader.guid().bytes);
@@ -294,7 +269,7 @@ impl DdsSubscription {
             vec![DdsEntity::Reader(gid)],
         );
         Ok(Arc::new(Self {
-            inbox,
+            shared,
             reader: Mutex::new(Some(parts.reader)),
             matched: parts.matched,
             gid,
@@ -302,38 +277,46 @@ impl DdsSubscription {
             announced: Mutex::new(Some(announced)),
         }))
     }
+
+    /// Moves up to `max` of the oldest messages, converted by `f`, into `out`; whether more
+    /// are left.
+    fn take_into<T>(
+        &self,
+        max: usize,
+        out: &mut Vec<T>,
+        f: impl FnMut((Vec<u8>, MessageInfo)) -> T,
+    ) -> bool {
+        let maybe_more = fill_on_demand(&self.shared.inbox, &self.reader, max);
+        let mut items = self.shared.inbox.items();
+        let n = max.min(items.len());
+        out.extend(items.drain(..n).map(f));
+        maybe_more || !items.is_empty()
+    }
 }
 
 impl SubscriptionPort for DdsSubscription {
     fn take(&self) -> Option<(Payload, MessageInfo)> {
-        let (bytes, info) = self.inbox.queue().items.pop_front()?;
-        Some((Payload::Serialized(Box::new(bytes)), info))
+        let mut one = Vec::with_capacity(1);
+        self.take_batch(1, &mut one);
+        one.pop()
     }
 
     fn take_batch(&self, max: usize, out: &mut Vec<(Payload, MessageInfo)>) -> bool {
-        let mut q = self.inbox.queue();
-        let n = max.min(q.items.len());
-        out.extend(
-            q.items
-                .drain(..n)
-                .map(|(bytes, info)| (Payload::Serialized(Box::new(bytes)), info)),
-        );
-        !q.items.is_empty()
+        self.take_into(max, out, |(bytes, info)| {
+            (Payload::Serialized(Box::new(bytes)), info)
+        })
     }
 
     fn take_payloads(&self, max: usize, out: &mut Vec<Payload>) -> bool {
-        let mut q = self.inbox.queue();
-        let n = max.min(q.items.len());
-        out.extend(
-            q.items
-                .drain(..n)
-                .map(|(bytes, _)| Payload::Serialized(Box::new(bytes))),
-        );
-        !q.items.is_empty()
+        self.take_into(max, out, |(bytes, _)| Payload::Serialized(Box::new(bytes)))
     }
 
     fn lost_count(&self) -> u64 {
-        self.inbox.lost.load(Ordering::Relaxed)
+        self.shared.inbox.lost_count()
+    }
+
+    fn refused_count(&self) -> u64 {
+        self.shared.inbox.refused_count()
     }
 
     fn publisher_count(&self) -> usize {
@@ -349,8 +332,9 @@ impl SubscriptionPort for DdsSubscription {
     }
 
     fn close(&self) {
-        self.inbox.closed.store(true, Ordering::Release);
-        // Deleting the reader waits for a listener call in flight; no lock of ours is held.
+        // Nothing is queued from here on; deleting the reader waits for a listener call in
+        // flight, and no lock of ours is held meanwhile.
+        self.shared.inbox.close();
         let reader = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take();
         drop(reader);
         let announced = self
@@ -359,7 +343,9 @@ impl SubscriptionPort for DdsSubscription {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         drop(announced);
-        self.inbox.queue().items.clear();
+        // Again: a push that had checked the flag before it was set may have queued one
+        // more; the reader is gone now, so nothing comes after this.
+        self.shared.inbox.close();
     }
 }
 

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use cxx::UniquePtr;
 use tokio::sync::watch;
 
 use rclev::qos::QosEventKind;
@@ -19,9 +18,8 @@ const NODE_NAME_BOUND: usize = 256;
 use crate::announcer::Announcer;
 use crate::config::DdsOptions;
 pub(crate) use crate::endpoints::engine_error;
-use crate::endpoints::{create_reader, create_writer, EndpointSpec, ReaderParts, WriterParts};
-use crate::ffi::bridge::{self, DdsParticipant, EndpointQos};
-use crate::ffi::GraphSink;
+use crate::endpoints::{EndpointSpec, ParticipantHandle, ReaderParts, WriterParts};
+use crate::ffi::bridge::{EndpointQos, ReaderMode};
 use crate::graph::{DdsEntity, GraphCache};
 use crate::matched::SampleSink;
 
@@ -40,9 +38,10 @@ pub struct DdsTransport {
 pub(crate) struct Shared {
     /// `ros_discovery_info`; shared with every endpoint's [`Announced`].
     pub announcer: Arc<Announcer>,
-    /// Every endpoint keeps the C++ participant alive on its own, too.
-    pub participant: UniquePtr<DdsParticipant>,
-    pub graph: Arc<GraphCache>,
+    /// The participant (every endpoint keeps the C++ participant alive on its own, too), its
+    /// graph, and the queue of deletions deferred from listener calls, joined when the last
+    /// of the transport and its endpoints is gone.
+    pub handle: ParticipantHandle,
     pub guid: [u8; 16],
     /// Counter for rmw_cyclonedds-style client and service ids.
     pub next_service_id: std::sync::atomic::AtomicU32,
@@ -59,22 +58,18 @@ impl DdsTransport {
     pub fn new(options: &DdsOptions) -> Result<Self> {
         let engine = crate::engine_version();
         let graph = Arc::new(GraphCache::default());
-        let sink = Box::new(GraphSink(Box::new(graph.clone())));
-        let participant = bridge::create_participant(&options.participant_config(&engine), sink)
-            .map_err(engine_error)?;
-        let guid = participant.guid().bytes;
+        let handle = ParticipantHandle::new(
+            &options.participant_config(&engine),
+            graph.clone(),
+            Box::new(graph.clone()),
+        )?;
+        let guid = handle.participant.guid().bytes;
         graph.set_own_prefix(&guid);
-        let announcer = Arc::new(Announcer::new(
-            &participant,
-            Gid(guid),
-            &graph,
-            options.gid_size,
-        )?);
+        let announcer = Arc::new(Announcer::new(&handle, Gid(guid), options.gid_size)?);
         Ok(Self {
             shared: Arc::new(Shared {
                 announcer,
-                participant,
-                graph,
+                handle,
                 guid,
                 next_service_id: std::sync::atomic::AtomicU32::new(1),
             }),
@@ -91,12 +86,12 @@ impl DdsTransport {
     /// wait for it (on [`Transport::graph_changes`]) before printing the graph; a bare DDS
     /// participant, which sends none, keeps it false.
     pub fn graph_settled(&self) -> bool {
-        self.shared.graph.settled()
+        self.shared.handle.graph.settled()
     }
 
     /// How many other participants (processes, usually) discovery has found alive.
     pub fn participant_count(&self) -> usize {
-        self.shared.graph.participant_count()
+        self.shared.handle.graph.participant_count()
     }
 
     /// The participant's GUID (its GUID prefix and entity id `000001c1`).
@@ -120,7 +115,7 @@ impl Transport for DdsTransport {
                 });
             }
         }
-        let id = self.shared.graph.add_node(node.clone());
+        let id = self.shared.handle.graph.add_node(node.clone());
         self.shared.announcer.publish();
         Ok(Arc::new(DdsNode {
             shared: self.shared.clone(),
@@ -130,11 +125,11 @@ impl Transport for DdsTransport {
     }
 
     fn graph(&self) -> GraphSnapshot {
-        self.shared.graph.snapshot()
+        self.shared.handle.graph.snapshot()
     }
 
     fn graph_changes(&self) -> watch::Receiver<u64> {
-        self.shared.graph.notifier().subscribe()
+        self.shared.handle.graph.notifier().subscribe()
     }
 
     fn supports_event(&self, kind: QosEventKind) -> bool {
@@ -153,7 +148,7 @@ pub(crate) struct DdsNode {
 
 impl Drop for DdsNode {
     fn drop(&mut self) {
-        self.shared.graph.remove_node(self.id);
+        self.shared.handle.graph.remove_node(self.id);
         self.shared.announcer.publish();
     }
 }
@@ -173,15 +168,17 @@ impl DdsNode {
             qos,
             user_data,
         };
-        create_writer(&self.shared.participant, &self.shared.graph, spec, hook)
+        self.shared.handle.create_writer(spec, hook)
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub fn new_reader<S: SampleSink + 'static>(
         &self,
         topic: &str,
         type_name: &str,
         qos: &EndpointQos,
         user_data: &[u8],
+        mode: ReaderMode,
         sink: Arc<S>,
         hook: Arc<dyn EventHook>,
     ) -> Result<ReaderParts> {
@@ -191,20 +188,14 @@ impl DdsNode {
             qos,
             user_data,
         };
-        create_reader(
-            &self.shared.participant,
-            &self.shared.graph,
-            spec,
-            sink,
-            hook,
-        )
+        self.shared.handle.create_reader(spec, mode, sink, hook)
     }
 
     /// Records a local endpoint, made of the DDS `entities`, on the graph and in
     /// `ros_discovery_info`; the returned guard withdraws it again.
     pub fn announce(&self, info: EndpointInfo, entities: Vec<DdsEntity>) -> Announced {
         let gid = info.gid;
-        self.shared.graph.add_local(info, self.id, entities);
+        self.shared.handle.graph.add_local(info, self.id, entities);
         self.shared.announcer.publish();
         Announced {
             announcer: self.shared.announcer.clone(),

@@ -38,6 +38,7 @@ mod node;
 pub mod parameter;
 pub mod qos;
 pub(crate) mod sync;
+pub mod throttle;
 pub mod timer;
 pub mod transport;
 

@@ -3,7 +3,7 @@
 //!
 //! | layer | files |
 //! | --- | --- |
-//! | 0 | `sync`, `error`, `handle`, and leaf data modules that import nothing: `msg/cdr`, `action/state` |
+//! | 0 | `sync`, `error`, `handle`, `throttle`, and leaf data modules that import nothing: `msg/cdr`, `action/state` |
 //! | 1 | `msg`, `interfaces`, `qos`, `parameter`, `node/names` |
 //! | 2 | `clock`, `transport` |
 //! | 3 | executor core: `executor/{core,dispatch,direct,mailbox,worker,fence,alarm}`, `node/callback` |
@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("sync.rs", 0),
     ("error.rs", 0),
     ("handle.rs", 0),
+    ("throttle.rs", 0),
     ("msg/cdr.rs", 0),
     ("action/state.rs", 0),
     ("msg/", 1),

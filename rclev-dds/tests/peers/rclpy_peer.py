@@ -454,6 +454,31 @@ def type_description(node, target, topic):
     return 0 if res.successful and computed == announced else 1
 
 
+def flood_client(node, name, secs):
+    """A plain client that loops call_async on a std_srvs/Trigger service for SECS seconds,
+    never waiting for an answer (what a buggy or hostile caller does); prints how many calls
+    it made and how many were answered meanwhile."""
+    from std_srvs.srv import Trigger
+
+    cli = node.create_client(Trigger, name)
+    if not cli.wait_for_service(timeout_sec=LIMIT):
+        print("flood_client: no service")
+        return 1
+    print("ready", flush=True)
+    calls, answered, futures = 0, 0, []
+    until = time.monotonic() + float(secs)
+    while time.monotonic() < until:
+        futures.append(cli.call_async(Trigger.Request()))
+        calls += 1
+        if calls % 100 == 0:
+            rclpy.spin_once(node, timeout_sec=0)
+            waiting = [f for f in futures if not f.done()]
+            answered += len(futures) - len(waiting)
+            futures = waiting
+    print(f"flood_client: calls={calls} answered={answered}")
+    return 0
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
     rclpy.init()

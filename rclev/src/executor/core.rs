@@ -12,12 +12,16 @@ use tokio::sync::Notify;
 use super::mailbox::{self, Mailbox};
 use crate::error::{Error, Result};
 use crate::sync::{lock, model_lock, AtomicBool, AtomicUsize, Notify as GateNotify, Ordering};
+use crate::throttle::ReportThrottle;
 
 /// A callback for every error the executor reports (see `ExecutorOptions::error_handler`).
 pub type ErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
 
 /// Errors kept for `spin`'s return value when nobody spins for a long time.
 const MAX_KEPT_ERRORS: usize = 1024;
+
+/// Malformed messages logged, per topic, at most every 10 s.
+static MALFORMED: ReportThrottle = ReportThrottle::new(std::time::Duration::from_secs(10));
 
 /// What the workers see of their executor.
 pub(crate) struct WorkerHost {
@@ -58,7 +62,16 @@ impl WorkerHost {
     }
 
     pub(crate) fn report(&self, error: Error) {
-        tracing::error!(target: "rclev", "{error}");
+        match &error {
+            // A peer can send malformed messages as fast as it likes: logged rate-limited per
+            // topic (the handler and the spin's errors still see each one).
+            Error::MalformedMessage { topic, .. } => {
+                if let Some(held_back) = MALFORMED.note(topic) {
+                    tracing::error!(target: "rclev", "{error}{held_back}");
+                }
+            }
+            _ => tracing::error!(target: "rclev", "{error}"),
+        }
         if let Some(h) = &self.error_handler {
             h(&error);
         }

@@ -133,3 +133,179 @@ impl TypeInfo {
         }
     }
 }
+
+impl TypeInfo {
+    /// An upper bound of the length of the type's CDR encoding, encapsulation header and
+    /// padding included; `None` when the type holds an unbounded string or sequence (see
+    /// [`TypeDescription::max_serialized_size`]).
+    pub fn max_serialized_size(&self) -> Option<usize> {
+        self.description.max_serialized_size()
+    }
+}
+
+/// Slack for what a peer may add after the body: CDR's padding to a 4-byte multiple, which
+/// ROS 2 peers send, and a little more.
+const TRAILING_SLACK: usize = 8;
+/// The encapsulation header before the body.
+const ENCAPSULATION: usize = 4;
+/// The most alignment padding CDR puts before one value.
+const MAX_PADDING: usize = 7;
+
+impl TypeDescription {
+    /// An upper bound of the length of the type's CDR encoding, encapsulation header and
+    /// padding included; `None` when the type holds an unbounded string or sequence, or
+    /// references a type its description lacks. A wire transport refuses a sample longer than
+    /// this without decoding it, as ROS 2's typesupport refuses one longer than a bounded
+    /// type's maximum: no valid encoding is that long.
+    ///
+    /// Not exact: every value is counted with the most padding it could need.
+    pub fn max_serialized_size(&self) -> Option<usize> {
+        let body = struct_max(&self.type_description, self.referenced_type_descriptions, 0)?;
+        body.checked_add(ENCAPSULATION + TRAILING_SLACK)
+    }
+}
+
+/// Nesting deeper than this is not a real type (descriptions are acyclic; this only bounds the
+/// recursion if a hand-made one is not).
+const MAX_NESTING: usize = 64;
+
+fn struct_max(
+    d: &IndividualTypeDescription,
+    referenced: &[IndividualTypeDescription],
+    depth: usize,
+) -> Option<usize> {
+    if depth > MAX_NESTING {
+        return None;
+    }
+    d.fields.iter().try_fold(0usize, |sum, f| {
+        sum.checked_add(field_max(f, referenced, depth)?)
+    })
+}
+
+fn field_max(
+    f: &FieldDescription,
+    referenced: &[IndividualTypeDescription],
+    depth: usize,
+) -> Option<usize> {
+    // REP-2016 type ids: the element's id plus 48 (array), 96 (bounded sequence) or 144
+    // (unbounded sequence).
+    let (container, element) = (f.type_id / 48, f.type_id % 48);
+    let one = element_max(element, f, referenced, depth)?.checked_add(MAX_PADDING)?;
+    let count = usize::try_from(f.capacity).ok()?;
+    match container {
+        0 => Some(one),
+        1 => one.checked_mul(count),
+        // The u32 length (padded), then the elements.
+        2 => one.checked_mul(count)?.checked_add(4 + MAX_PADDING),
+        _ => None,
+    }
+}
+
+fn element_max(
+    element: u8,
+    f: &FieldDescription,
+    referenced: &[IndividualTypeDescription],
+    depth: usize,
+) -> Option<usize> {
+    let string_capacity = usize::try_from(f.string_capacity).ok()?;
+    match element {
+        1 => {
+            let nested = referenced
+                .iter()
+                .find(|r| r.type_name == f.nested_type_name)?;
+            struct_max(nested, referenced, depth + 1)
+        }
+        // int8, uint8, char, bool, byte
+        2 | 3 | 13 | 15 | 16 => Some(1),
+        4 | 5 => Some(2),
+        // int32, uint32, float32, wchar
+        6 | 7 | 10 | 14 => Some(4),
+        8 | 9 | 11 => Some(8),
+        // long double
+        12 => Some(16),
+        // Bounded and fixed strings: a u32 length, the bytes and a NUL.
+        19 | 21 => string_capacity.checked_add(4 + 1),
+        // Bounded and fixed wstrings: a u32 count, then four bytes per UTF-16 unit (ROS 2
+        // Jazzy's layout; the two-byte layouts of other stacks are shorter).
+        20 | 22 => string_capacity
+            .checked_add(1)?
+            .checked_mul(4)?
+            .checked_add(4),
+        // Unbounded strings, and anything unknown.
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::interfaces::{example_interfaces, geometry_msgs, std_msgs};
+    use crate::msg::{to_cdr, Message, TypeInfo};
+
+    #[test]
+    fn bounded_types_have_a_maximum_size_that_their_encodings_keep() {
+        type Add = example_interfaces::srv::AddTwoInts_Request;
+        let max = TypeInfo::of::<Add>().max_serialized_size().unwrap();
+        let biggest = to_cdr(&Add { a: i64::MAX, b: -1 }).unwrap();
+        assert!(biggest.len() <= max, "{} > {max}", biggest.len());
+        assert!(max < 64, "a bound near the real size ({max})");
+        let pose = TypeInfo::of::<geometry_msgs::msg::Pose>()
+            .max_serialized_size()
+            .unwrap();
+        assert!(to_cdr(&geometry_msgs::msg::Pose::default()).unwrap().len() <= pose);
+    }
+
+    #[test]
+    fn bounded_strings_and_sequences_count_their_bounds() {
+        use super::{FieldDescription, IndividualTypeDescription, TypeDescription};
+        const fn field(type_id: u8, capacity: u64, string_capacity: u64) -> FieldDescription {
+            FieldDescription {
+                name: "f",
+                type_id,
+                capacity,
+                string_capacity,
+                nested_type_name: "",
+                default_value: "",
+            }
+        }
+        // Descriptions hold 'static tables, as generated code has them.
+        let with = |fields: Vec<FieldDescription>| TypeDescription {
+            type_description: IndividualTypeDescription {
+                type_name: "p/msg/T",
+                fields: Box::leak(fields.into_boxed_slice()),
+            },
+            referenced_type_descriptions: &[],
+        };
+        // string<=10: length, 10 bytes, NUL, padding; plus header and slack.
+        assert_eq!(
+            with(vec![field(21, 0, 10)]).max_serialized_size(),
+            Some(4 + 11 + 7 + 12)
+        );
+        // int32[<=3]: length and padding, three padded elements.
+        assert_eq!(
+            with(vec![field(96 + 6, 3, 0)]).max_serialized_size(),
+            Some(11 + 3 * 11 + 12)
+        );
+        assert_eq!(with(vec![field(144 + 6, 0, 0)]).max_serialized_size(), None);
+        assert_eq!(with(vec![field(17, 0, 0)]).max_serialized_size(), None);
+        // A nested type its description does not carry is not bounded.
+        let mut nested = field(1, 0, 0);
+        nested.nested_type_name = "p/msg/Missing";
+        assert_eq!(with(vec![nested]).max_serialized_size(), None);
+    }
+
+    #[test]
+    fn unbounded_types_have_none() {
+        assert_eq!(
+            TypeInfo::of::<std_msgs::msg::String>().max_serialized_size(),
+            None
+        );
+        assert_eq!(
+            TypeInfo::of::<std_msgs::msg::Header>().max_serialized_size(),
+            None
+        );
+        assert!(std_msgs::msg::Header::TYPE_DESCRIPTION
+            .referenced_type_descriptions
+            .iter()
+            .any(|r| r.type_name == "builtin_interfaces/msg/Time"));
+    }
+}

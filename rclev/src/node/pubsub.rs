@@ -222,9 +222,11 @@ impl<T: Message> SubscriptionState<T> {
         self.entity.port.lost_count()
     }
     /// Messages dropped because they could not be decoded (each was also reported to the
-    /// executor's error handler as [`Error::MalformedMessage`]).
+    /// executor's error handler as [`Error::MalformedMessage`]), and those a wire transport
+    /// refused before decoding: longer than any encoding of the type can be (reported as a
+    /// rate-limited warning).
     pub fn malformed_count(&self) -> u64 {
-        self.entity.malformed.load(Ordering::Relaxed)
+        self.entity.malformed.load(Ordering::Relaxed) + self.entity.port.refused_count()
     }
     /// How many publishers are matched.
     pub fn get_publisher_count(&self) -> usize {
@@ -427,9 +429,9 @@ impl<T: Message> SubscriptionStream<T> {
     }
 
     /// Messages dropped because they could not be decoded (each also reported to the
-    /// executor's error handler).
+    /// executor's error handler), and those a wire transport refused before decoding.
     pub fn malformed_count(&self) -> u64 {
-        self.malformed.load(Ordering::Relaxed)
+        self.malformed.load(Ordering::Relaxed) + self.port.refused_count()
     }
 
     /// The next decodable message; malformed ones are counted, reported and skipped.

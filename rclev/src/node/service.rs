@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use super::worker::WorkerCore;
 use crate::error::{panic_message, Error, Result};
 use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
 use crate::msg::ServiceType;
-use crate::qos::IntoPrimitiveOptions;
+use crate::qos::{History, IntoPrimitiveOptions};
 use crate::sync::lock;
 use crate::transport::{ClientPort, Payload, ServicePort};
 
@@ -72,7 +73,16 @@ struct ServiceEntity<S: ServiceType> {
     label: String,
     name: String,
     worker: Arc<WorkerCore>,
+    /// Async requests running now; at most `max_in_flight`. Past that, requests are left in
+    /// the transport's queue, which keeps the service's QoS depth: a flood of calls to an
+    /// async service holds `2 × depth` requests, not a task per call.
+    in_flight: Arc<AtomicUsize>,
+    max_in_flight: usize,
 }
+
+/// Async requests a KeepAll service runs at once (its transport's queue is bounded by the
+/// wire's own limits instead of a depth).
+const KEEP_ALL_IN_FLIGHT: usize = 1000;
 
 /// A shared handle to a service; dropping the last one removes the service.
 pub type Service<S> = crate::Handle<ServiceState<S>>;
@@ -83,6 +93,11 @@ pub(crate) fn create_service<S: ServiceType>(
     callback: ServiceCallback<S>,
 ) -> Result<Service<S>> {
     let endpoint = service_endpoint::<S>(core, options)?;
+    let max_in_flight = match endpoint.qos.history {
+        History::KeepLast(depth) => depth.max(1),
+        History::KeepAll => KEEP_ALL_IN_FLIGHT,
+        History::SystemDefault => 1,
+    };
     let service = bind_entity(core, true, |dispatch| {
         let port = core.node.port.create_service(&endpoint, dispatch.clone())?;
         Ok(Arc::new(ServiceEntity {
@@ -92,6 +107,8 @@ pub(crate) fn create_service<S: ServiceType>(
             label: format!("service {}", endpoint.name),
             name: endpoint.name.clone(),
             worker: core.clone(),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            max_in_flight,
         }))
     })?;
     Ok(crate::Handle::new(ServiceState { entity: service }))
@@ -101,6 +118,19 @@ impl<S: ServiceType> ServiceState<S> {
     /// The fully qualified service name.
     pub fn service_name(&self) -> &str {
         &self.entity.name
+    }
+
+    /// Requests dropped unanswered because more arrived than the service's QoS depth holds
+    /// before its callback took them (KeepLast: the oldest go, as with rmw's request
+    /// history). Their clients get no response.
+    pub fn lost_count(&self) -> u64 {
+        self.entity.port.lost_count()
+    }
+
+    /// Requests a wire transport refused before decoding them: longer than any encoding of the
+    /// request type can be. Their clients get no response.
+    pub fn refused_count(&self) -> u64 {
+        self.entity.port.refused_count()
     }
 }
 
@@ -114,6 +144,12 @@ impl<S: ServiceType> Executable for ServiceEntity<S> {
     fn execute(&self, cx: &mut ExecContext<'_>) {
         let mut callback = lock(&self.callback);
         for _ in 0..MAX_BATCH {
+            if matches!(&*callback, ServiceCallback::Async(_))
+                && self.in_flight.load(Ordering::Acquire) >= self.max_in_flight
+            {
+                // Taken up again when one of them finishes (below).
+                return;
+            }
             let Some((id, payload)) = self.port.take_request() else {
                 return;
             };
@@ -142,6 +178,12 @@ impl<S: ServiceType> Executable for ServiceEntity<S> {
                     let port = self.port.clone();
                     let exec = self.worker.exec.clone();
                     let label = self.label.clone();
+                    let (in_flight, max, dispatch) = (
+                        self.in_flight.clone(),
+                        self.max_in_flight,
+                        self.dispatch.clone(),
+                    );
+                    in_flight.fetch_add(1, Ordering::AcqRel);
                     cx.spawn(Box::pin(async move {
                         match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
                             Ok(response) => {
@@ -154,6 +196,10 @@ impl<S: ServiceType> Executable for ServiceEntity<S> {
                                     message: panic_message(&*p),
                                 });
                             }
+                        }
+                        // The service stopped taking requests at the limit: take them again.
+                        if in_flight.fetch_sub(1, Ordering::AcqRel) == max {
+                            dispatch.notify();
                         }
                     }));
                 }

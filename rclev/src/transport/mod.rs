@@ -28,7 +28,7 @@ mod payload;
 pub use graph::{EndpointInfo, EndpointKind, GraphNotifier, GraphSnapshot, NodeName};
 pub use ids::{Gid, MessageInfo, RequestId};
 pub use intra::IntraProcess;
-pub use payload::{EncodeInPlace, Payload, TypeSupport};
+pub use payload::{EncodeInPlace, Payload, SerializeFn, TypeSupport};
 
 /// Called by a transport when an endpoint has something to take. Must be cheap and must not
 /// block: it runs on the publishing thread (or the transport's receive thread).
@@ -158,6 +158,11 @@ pub trait SubscriptionPort: Send + Sync {
     }
     /// Messages dropped so far because the history was full (KeepLast).
     fn lost_count(&self) -> u64;
+    /// Messages a wire transport refused before they could be decoded: longer than any
+    /// encoding of the type can be. The node layer counts them as malformed.
+    fn refused_count(&self) -> u64 {
+        0
+    }
     /// Number of publishers currently matched.
     fn publisher_count(&self) -> usize;
     /// The subscription's GID.
@@ -184,6 +189,15 @@ pub trait ServicePort: Send + Sync {
     /// in flight): clients stop seeing it and new requests do not reach it. Idempotent;
     /// dropping the port closes it too.
     fn close(&self);
+    /// Requests dropped so far because the service's queue was full (its QoS depth, KeepLast).
+    fn lost_count(&self) -> u64 {
+        0
+    }
+    /// Requests a wire transport refused before they could be decoded: longer than any
+    /// encoding of the request type can be.
+    fn refused_count(&self) -> u64 {
+        0
+    }
 }
 
 /// A service client's side.

@@ -28,7 +28,7 @@ impl Payload {
             Payload::Serialized(bytes) => Ok(bytes),
             Payload::Shared(value) => {
                 buf.clear();
-                (type_support.serialize)(&**value, buf)?;
+                type_support.serialize(&**value, buf)?;
                 Ok(buf)
             }
         }
@@ -41,7 +41,7 @@ impl Payload {
             Payload::Serialized(_) => Ok(self.clone()),
             Payload::Shared(value) => {
                 let mut buf = Vec::new();
-                (type_support.serialize)(&**value, &mut buf)?;
+                type_support.serialize(&**value, &mut buf)?;
                 Ok(Payload::Serialized(Box::new(buf)))
             }
         }
@@ -60,28 +60,32 @@ impl std::fmt::Debug for Payload {
 /// What a transport needs to know about a message type.
 ///
 /// Peers recognise a type by [`TypeInfo::type_name`] and [`TypeInfo::hash`] only, as ROS 2
-/// does; `rust_type` tells an in-process transport whether it may hand a publisher's value to
-/// a subscription as it is, or must convert it through CDR (two Rust types generated from
-/// the same interface).
+/// does; [`rust_type`](Self::rust_type) tells an in-process transport whether it may hand a
+/// publisher's value to a subscription as it is, or must convert it through CDR (two Rust
+/// types generated from the same interface).
+///
+/// Made safely for every [`Message`] type ([`of`](Self::of)); a type known only at run time
+/// (the CLI's dynamic messages) takes the `unsafe` [`from_raw_parts`](Self::from_raw_parts),
+/// whose caller vouches for its encoders. Its functions are private, so no one can swap an
+/// encoder in afterwards:
+///
+/// ```compile_fail
+/// # fn swap(ts: rclev::transport::TypeSupport) -> rclev::transport::TypeSupport {
+/// rclev::transport::TypeSupport { serialize_in_place: None, ..ts }
+/// # }
+/// ```
 #[derive(Clone, Copy)]
 pub struct TypeSupport {
     /// The type's ROS 2 and DDS names, REP-2016 hash and description.
     pub info: TypeInfo,
-    /// The Rust type behind [`Payload::Shared`] values of this type; in-process use only.
-    pub rust_type: TypeId,
-    /// Appends the CDR encoding (with encapsulation header) of a [`Payload::Shared`] value of
-    /// this type to the buffer.
-    pub serialize: fn(&(dyn Any + Send + Sync), &mut Vec<u8>) -> Result<()>,
-    /// Decodes CDR bytes (with encapsulation header) into a shareable value of this type.
-    pub deserialize: fn(&[u8]) -> Result<Arc<dyn Any + Send + Sync>>,
-    /// Encodes a [`Payload::Shared`] value of this type (with encapsulation header) into the
-    /// start of a fixed buffer and returns its length; [`CdrError::NoRoom`] if it does not fit.
-    /// A wire transport encodes straight into its own send buffer with it. `None`: only
-    /// [`serialize`](Self::serialize) is available.
-    ///
-    /// [`CdrError::NoRoom`]: crate::msg::CdrError::NoRoom
-    pub serialize_in_place: Option<EncodeInPlace>,
+    rust_type: TypeId,
+    serialize: SerializeFn,
+    serialize_in_place: Option<EncodeInPlace>,
 }
+
+/// Appends the CDR encoding (with encapsulation header) of a [`Payload::Shared`] value to the
+/// buffer.
+pub type SerializeFn = fn(&(dyn Any + Send + Sync), &mut Vec<u8>) -> Result<()>;
 
 /// Encodes a shared value, CDR-encapsulated, into the start of a fixed buffer; its length.
 pub type EncodeInPlace = fn(&(dyn Any + Send + Sync), &mut [u8]) -> Result<usize>;
@@ -109,16 +113,63 @@ impl TypeSupport {
         fn ser_in_place<T: Message>(v: &(dyn Any + Send + Sync), buf: &mut [u8]) -> Result<usize> {
             crate::msg::to_cdr_in_slice(message::<T>(v)?, buf)
         }
-        fn de<T: Message>(b: &[u8]) -> Result<Arc<dyn Any + Send + Sync>> {
-            Ok(Arc::new(crate::msg::from_cdr::<T>(b)?))
-        }
         Self {
             info: TypeInfo::of::<T>(),
             rust_type: TypeId::of::<T>(),
             serialize: ser::<T>,
-            deserialize: de::<T>,
             serialize_in_place: Some(ser_in_place::<T>),
         }
+    }
+
+    /// The type support of a type rclev's code generator did not make: its identity `info`,
+    /// the Rust type behind its [`Payload::Shared`] values, and its encoders.
+    ///
+    /// # Safety
+    ///
+    /// The caller vouches that
+    /// - `serialize` appends to the buffer one CDR encoding of the value, with its
+    ///   encapsulation header, of the type `info` describes (peers decode it as that type);
+    /// - `serialize_in_place`, if given, writes such an encoding into the start of the buffer
+    ///   and returns how many bytes it wrote: never more than the buffer's length, and every
+    ///   byte up to it written by this call (a wire transport sends exactly those bytes);
+    /// - values of `rust_type` are what both accept.
+    ///
+    /// rclev's transports check the lengths they are given against their buffers as well,
+    /// so a wrong encoder corrupts messages, never memory; the contract is what they and the
+    /// peers rely on for the messages to be right.
+    pub unsafe fn from_raw_parts(
+        info: TypeInfo,
+        rust_type: TypeId,
+        serialize: SerializeFn,
+        serialize_in_place: Option<EncodeInPlace>,
+    ) -> Self {
+        Self {
+            info,
+            rust_type,
+            serialize,
+            serialize_in_place,
+        }
+    }
+
+    /// The Rust type behind [`Payload::Shared`] values of this type; in-process use only.
+    pub fn rust_type(&self) -> TypeId {
+        self.rust_type
+    }
+
+    /// Appends the CDR encoding (with encapsulation header) of a [`Payload::Shared`] value of
+    /// this type to `buf`.
+    pub fn serialize(&self, value: &(dyn Any + Send + Sync), buf: &mut Vec<u8>) -> Result<()> {
+        (self.serialize)(value, buf)
+    }
+
+    /// Encodes a [`Payload::Shared`] value of this type (with encapsulation header) into the
+    /// start of a fixed buffer and returns its length, at most the buffer's;
+    /// [`CdrError::NoRoom`] if it does not fit. A wire transport encodes straight into its own
+    /// send buffer with it. `None`: only [`serialize`](Self::serialize) is available.
+    ///
+    /// [`CdrError::NoRoom`]: crate::msg::CdrError::NoRoom
+    pub fn serialize_in_place(&self) -> Option<EncodeInPlace> {
+        self.serialize_in_place
     }
 
     /// Whether endpoints of the two types may be matched: same ROS 2 type name and hash.

@@ -120,7 +120,7 @@ pub(super) fn pair(p: &PublisherShared, s: &SubscriptionShared) -> Pairing {
         return Pairing::IncompatibleQos(clash.policy);
     }
     Pairing::Match {
-        convert: p.type_support.rust_type != s.type_support.rust_type,
+        convert: p.type_support.rust_type() != s.type_support.rust_type(),
     }
 }
 

@@ -40,7 +40,7 @@ struct RequestQueue {
 /// Converts a payload between two Rust types of one interface (through CDR); shares it as it
 /// is when the types are the same.
 fn carry(payload: Payload, from: &TypeSupport, to: &TypeSupport) -> Result<Payload> {
-    if from.rust_type == to.rust_type {
+    if from.rust_type() == to.rust_type() {
         return Ok(payload);
     }
     payload.to_serialized(from)

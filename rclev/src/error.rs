@@ -214,6 +214,16 @@ pub enum ParameterError {
     /// A set-callback rejected the change.
     #[error("parameter change rejected: {0}")]
     Rejected(String),
+    /// The parameter was undeclared and declared again while a set of it was in its
+    /// set-callbacks: the set was checked against the earlier declaration, so nothing was set.
+    #[error(
+        "parameter {0:?} was declared again while the change was being checked; nothing was set"
+    )]
+    Redeclared(String),
+    /// A set-callback tried to set parameters of its own node: that would change what it is
+    /// judging (rclcpp refuses it too, with `ParameterModifiedInCallbackException`).
+    #[error("parameters cannot be set from a set-callback of the same node")]
+    SetInSetCallback,
     /// Undeclaring a parameter that is not dynamically typed (rclcpp refuses it too: its
     /// type is part of the node's interface).
     #[error("parameter {0:?} is statically typed and cannot be undeclared")]

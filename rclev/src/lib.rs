@@ -63,7 +63,7 @@ pub use parameter::{
 };
 pub use qos::{
     Delivery, Durability, History, IntoPrimitiveOptions, Liveliness, PrimitiveOptions, QoSProfile,
-    QosEvent, Reliability,
+    QosEvent, QosEventHandler, Reliability,
 };
 pub use timer::{
     IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerOptions,

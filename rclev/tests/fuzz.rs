@@ -980,6 +980,33 @@ fn integer_allowed(v: i64, r: &Range<i64>) -> bool {
     v == from || v == to || (from <= v && v <= to && (step == 0 || (v - from) % step == 0))
 }
 
+/// Whether the store's range verdict on `value` (`accepted` or refused as out of range) is the
+/// model's: integers exactly; doubles accepted only within the bounds (their grid is left to
+/// `range.rs`'s tests), refused only off the bounds.
+fn check_range_verdict(
+    value: &ParameterValue,
+    descriptor: &ParameterDescriptor,
+    accepted: bool,
+) -> Result<(), TestCaseError> {
+    match (
+        value,
+        &descriptor.integer_range,
+        &descriptor.floating_point_range,
+    ) {
+        (ParameterValue::Integer(v), Some(r), _) => {
+            prop_assert_eq!(integer_allowed(*v, r), accepted)
+        }
+        (ParameterValue::Double(v), _, Some(r)) if accepted => {
+            prop_assert!(!v.is_nan());
+            prop_assert!(*v >= r.from - 1e-9 * r.step.abs().max(1.0));
+            prop_assert!(*v <= r.to + 1e-9 * r.step.abs().max(1.0));
+        }
+        (ParameterValue::Double(v), _, Some(r)) => prop_assert!(*v != r.from && *v != r.to),
+        _ => prop_assert!(accepted, "out of range without a range"),
+    }
+    Ok(())
+}
+
 /// Declarations and changes on one node: typed errors only, and the model decides.
 #[test]
 fn parameters() {
@@ -1000,9 +1027,17 @@ fn parameters() {
             Ok(v) => {
                 prop_assert!(descriptor_usable(&descriptor));
                 prop_assert!(same_value(&v, &default));
+                check_range_verdict(&default, &descriptor, true)?;
             }
             Err(Error::Parameter(ParameterError::InvalidDescriptor { .. })) => {
                 prop_assert!(!descriptor_usable(&descriptor));
+                return Ok(());
+            }
+            // A default is judged as a set of it would be (as rclcpp does).
+            Err(Error::Parameter(ParameterError::OutOfRange { .. })) => {
+                prop_assert!(descriptor_usable(&descriptor));
+                check_range_verdict(&default, &descriptor, false)?;
+                prop_assert!(node.get_parameter(&name).is_none());
                 return Ok(());
             }
             Err(other) => return Err(TestCaseError::fail(format!("{other:?}"))),
@@ -1015,21 +1050,7 @@ fn parameters() {
                 Ok(()) => {
                     prop_assert!(!descriptor.read_only);
                     prop_assert!(same_type || descriptor.dynamic_typing);
-                    match (
-                        &value,
-                        &descriptor.integer_range,
-                        &descriptor.floating_point_range,
-                    ) {
-                        (ParameterValue::Integer(v), Some(r), _) => {
-                            prop_assert!(integer_allowed(*v, r))
-                        }
-                        (ParameterValue::Double(v), _, Some(r)) => {
-                            prop_assert!(!v.is_nan());
-                            prop_assert!(*v >= r.from - 1e-9 * r.step.abs().max(1.0));
-                            prop_assert!(*v <= r.to + 1e-9 * r.step.abs().max(1.0));
-                        }
-                        _ => {}
-                    }
+                    check_range_verdict(&value, &descriptor, true)?;
                     current = value;
                 }
                 Err(Error::Parameter(ParameterError::ReadOnly(_))) => {
@@ -1039,19 +1060,7 @@ fn parameters() {
                     prop_assert!(!same_type && !descriptor.dynamic_typing)
                 }
                 Err(Error::Parameter(ParameterError::OutOfRange { .. })) => {
-                    match (
-                        &value,
-                        &descriptor.integer_range,
-                        &descriptor.floating_point_range,
-                    ) {
-                        (ParameterValue::Integer(v), Some(r), _) => {
-                            prop_assert!(!integer_allowed(*v, r))
-                        }
-                        (ParameterValue::Double(v), _, Some(r)) => {
-                            prop_assert!(*v != r.from && *v != r.to)
-                        }
-                        _ => return Err(TestCaseError::fail("out of range without a range")),
-                    }
+                    check_range_verdict(&value, &descriptor, false)?
                 }
                 Err(other) => return Err(TestCaseError::fail(format!("{other:?}"))),
             }

@@ -493,3 +493,276 @@ fn parameter_services_answer_what_ros2_param_asks() {
         ]
     );
 }
+
+/// A set of one parameter, on a thread of its own, held inside its set-callbacks until
+/// released: the window in which issue 24 saw another thread undeclare and re-declare the name.
+struct HeldSet {
+    release: std::sync::mpsc::Sender<()>,
+    setter: std::thread::JoinHandle<rclev::Result<()>>,
+    _callback: rclev::SetCallbackHandle,
+}
+
+impl HeldSet {
+    /// Starts `node.set_parameter(name, value)` and returns once its set-callback runs.
+    fn start(node: &rclev::Node, name: &'static str, value: ParameterValue) -> Self {
+        let (entered_tx, entered) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (entered_tx, released) = (Mutex::new(entered_tx), Mutex::new(released));
+        let held = value.clone();
+        let callback = node.add_on_set_parameters_callback(move |changes| {
+            if changes.iter().any(|p| p.name == name && p.value == held) {
+                entered_tx.lock().unwrap().send(()).unwrap();
+                released.lock().unwrap().recv().unwrap();
+            }
+            Ok(())
+        });
+        let n = node.clone();
+        let setter = std::thread::spawn(move || n.set_parameter(name, value));
+        entered.recv().unwrap();
+        Self {
+            release,
+            setter,
+            _callback: callback,
+        }
+    }
+
+    /// Lets the set finish and returns its outcome.
+    fn release(self) -> rclev::Result<()> {
+        self.release.send(()).unwrap();
+        self.setter.join().unwrap()
+    }
+}
+
+fn dynamic() -> ParameterDescriptor {
+    ParameterDescriptor {
+        dynamic_typing: true,
+        ..ParameterDescriptor::default()
+    }
+}
+
+#[test]
+fn a_set_held_in_its_callbacks_never_writes_into_a_redeclared_parameter() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("racer").unwrap();
+    node.declare_parameter_with("mode", "fast", dynamic())
+        .unwrap();
+    let held = HeldSet::start(&node, "mode", "SLOW".into());
+    node.parameters().undeclare("mode").unwrap();
+    node.declare_parameter("mode", 0.5).unwrap();
+    let outcome = held.release();
+    assert_eq!(
+        outcome,
+        Err(Error::Parameter(ParameterError::Redeclared("mode".into())))
+    );
+    assert_eq!(
+        node.get_parameter("mode"),
+        Some(ParameterValue::Double(0.5))
+    );
+}
+
+#[test]
+fn a_set_held_in_its_callbacks_never_writes_into_a_redeclared_typed_parameter() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("racer").unwrap();
+    node.declare_parameter_with("gain", "fast", dynamic())
+        .unwrap();
+    let held = HeldSet::start(&node, "gain", "SLOW".into());
+    node.parameters().undeclare("gain").unwrap();
+    let gain = node
+        .declare_typed_parameter::<f64>("gain")
+        .default(0.5)
+        .declare()
+        .unwrap();
+    let outcome = held.release();
+    assert_eq!(
+        outcome,
+        Err(Error::Parameter(ParameterError::Redeclared("gain".into())))
+    );
+    assert_eq!(gain.get(), 0.5);
+    gain.set(0.75).unwrap();
+    assert_eq!(gain.get(), 0.75);
+}
+
+#[test]
+fn a_set_held_in_its_callbacks_never_overwrites_a_read_only_redeclaration() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("racer").unwrap();
+    node.declare_parameter_with("frame", "base", dynamic())
+        .unwrap();
+    let held = HeldSet::start(&node, "frame", "odom".into());
+    node.parameters().undeclare("frame").unwrap();
+    node.declare_parameter_with("frame", "map", ParameterDescriptor::read_only())
+        .unwrap();
+    let outcome = held.release();
+    assert_eq!(
+        outcome,
+        Err(Error::Parameter(ParameterError::Redeclared("frame".into())))
+    );
+    assert_eq!(
+        node.get_parameter("frame"),
+        Some(ParameterValue::String("map".into()))
+    );
+}
+
+#[test]
+fn a_set_held_in_its_callbacks_fails_if_its_parameter_was_undeclared() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("racer").unwrap();
+    node.declare_parameter_with("gone", 1, dynamic()).unwrap();
+    let held = HeldSet::start(&node, "gone", 2.into());
+    node.parameters().undeclare("gone").unwrap();
+    assert_eq!(
+        held.release(),
+        Err(Error::Parameter(ParameterError::NotDeclared("gone".into())))
+    );
+    assert_eq!(node.get_parameter("gone"), None);
+}
+
+/// As rclcpp (`declare_parameter` throws `InvalidParameterValueException`), a default the
+/// descriptor does not allow is refused when it is the value the declaration would take.
+#[test]
+fn declared_defaults_outside_their_descriptor_are_refused() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("strict").unwrap();
+    // Every case is tried under a name of its own (`p0`, `p1`, …), and the ones let through
+    // are listed together.
+    let mut accepted = Vec::new();
+    let mut cases = 0..;
+    let mut check = |case: String, declare: &dyn Fn(&str) -> Result<(), ParameterError>| {
+        let name = format!("p{}", cases.next().unwrap());
+        let outcome = declare(&name);
+        let refused =
+            matches!(&outcome, Err(ParameterError::OutOfRange { name: n, .. }) if *n == name);
+        if !refused || node.parameters().has(&name) {
+            accepted.push(format!("{case}: {outcome:?}"));
+        }
+    };
+    for (value, step) in [(50, 0), (-1, 0), (3, 4)] {
+        check(format!("plain {value} step {step}"), &|name| {
+            let descriptor = ParameterDescriptor::default().integer_range(0, 10, step);
+            node.parameters()
+                .declare(name, value, descriptor)
+                .map(|_| ())
+        });
+        check(format!("typed {value} step {step}"), &|name| {
+            node.declare_typed_parameter::<i64>(name)
+                .default(value)
+                .range(0, 10, step)
+                .declare()
+                .map(|_| ())
+        });
+    }
+    for value in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        check(format!("plain {value}"), &|name| {
+            let descriptor = ParameterDescriptor::default().floating_point_range(0.0, 1.0, 0.0);
+            node.parameters()
+                .declare(name, value, descriptor)
+                .map(|_| ())
+        });
+        check(format!("typed {value}"), &|name| {
+            node.declare_typed_parameter::<f64>(name)
+                .default(value)
+                .range(0.0, 1.0, 0.0)
+                .declare()
+                .map(|_| ())
+        });
+    }
+    assert!(accepted.is_empty(), "declared anyway: {accepted:?}");
+    // What the descriptor allows still declares, bounds and steps included.
+    let stepped = ParameterDescriptor::default().integer_range(0, 10, 4);
+    assert_eq!(
+        node.declare_parameter_with("eight", 8, stepped.clone())
+            .unwrap(),
+        ParameterValue::Integer(8)
+    );
+    assert_eq!(
+        node.declare_parameter_with("ten", 10, stepped).unwrap(),
+        ParameterValue::Integer(10)
+    );
+    let unit = node
+        .declare_typed_parameter::<f64>("unit")
+        .default(1.0)
+        .range(0.0, 1.0, 0.0)
+        .declare()
+        .unwrap();
+    assert_eq!(unit.get(), 1.0);
+}
+
+/// rclcpp checks the value a declaration takes: an override outside the range is refused
+/// (`InvalidParameterValueException`; here `InvalidOverride`) and a default it replaces is not
+/// looked at; with `ignore_override` the default is taken and checked, and the override is not
+/// looked at.
+#[test]
+fn overrides_are_checked_at_declaration_unless_ignored() {
+    let executor = Context::default().create_basic_executor();
+    let mut options = NodeOptions::new("tuned");
+    for (name, value) in [
+        ("a", 50),
+        ("b", 50),
+        ("c", 50),
+        ("d", 50),
+        ("e", 5),
+        ("f", 5),
+    ] {
+        options = options.parameter_override(name, value);
+    }
+    options = options
+        .parameter_override("g", 50)
+        .parameter_override("h", 5);
+    let node = executor.create_node(options).unwrap();
+    let range = || ParameterDescriptor::default().integer_range(0, 10, 0);
+    let invalid_override = |r: Result<(), ParameterError>, param: &str| matches!(r, Err(ParameterError::InvalidOverride { name, .. }) if name == param);
+    let p = node.parameters();
+    assert!(invalid_override(
+        p.declare("a", 5, range()).map(|_| ()),
+        "a"
+    ));
+    let typed = node
+        .declare_typed_parameter::<i64>("b")
+        .default(5)
+        .range(0, 10, 0)
+        .declare();
+    assert!(invalid_override(typed.map(|_| ()), "b"));
+    assert!(!p.has("a") && !p.has("b"));
+    // Ignored: the default, whatever the override.
+    assert_eq!(
+        p.declare_ignoring_override("c", 5, range()),
+        Ok(ParameterValue::Integer(5))
+    );
+    let d = node
+        .declare_typed_parameter::<i64>("d")
+        .default(5)
+        .range(0, 10, 0)
+        .ignore_override()
+        .declare()
+        .unwrap();
+    assert_eq!(d.get(), 5);
+    // A valid override replaces a default outside the range, which is not checked (rclcpp).
+    assert_eq!(p.declare("e", 50, range()), Ok(ParameterValue::Integer(5)));
+    let f = node
+        .declare_typed_parameter::<i64>("f")
+        .default(50)
+        .range(0, 10, 0)
+        .declare()
+        .unwrap();
+    assert_eq!(f.get(), 5);
+    // Ignoring the override, that default is checked again.
+    assert!(matches!(
+        p.declare_ignoring_override("g", 50, range()),
+        Err(ParameterError::OutOfRange { .. })
+    ));
+    let h = node
+        .declare_typed_parameter::<i64>("h")
+        .default(50)
+        .range(0, 10, 0)
+        .ignore_override()
+        .declare();
+    assert!(matches!(h, Err(ParameterError::OutOfRange { .. })));
+    // Without a default, an ignored override leaves nothing to declare.
+    let none = node
+        .declare_typed_parameter::<i64>("h")
+        .ignore_override()
+        .declare();
+    assert!(invalid_override(none.map(|_| ()), "h"));
+    assert!(!p.has("g") && !p.has("h"));
+}

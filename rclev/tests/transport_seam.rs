@@ -3,6 +3,8 @@
 //! and message info, decoding in the node layer with malformed messages reported, services
 //! waited for and called with timeouts.
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -78,8 +80,8 @@ fn a_type_mismatch_is_no_match_and_an_event_on_both_sides() {
         .create_subscription::<StringMsg, _>("t", move |_| *g.lock().unwrap() += 1)
         .unwrap();
     sub.set_event_handler(events_of(&sub_log));
-    // The subscription's own event came before its handler was set: it went to the default
-    // handler (a warning). A second subscription of another type raises one more on the
+    // The subscription's own event came before its handler was set: it was warned about and
+    // kept for the handler. A second subscription of another type raises one more on the
     // publisher, whose handler was set in time.
     let late = node
         .create_subscription::<StringMsg, _>("t", |_| {})
@@ -94,7 +96,13 @@ fn a_type_mismatch_is_no_match_and_an_event_on_both_sides() {
         matches!(pub_events[..], [QosEvent::IncompatibleType(s)] if s.total_count == 2 && s.total_count_change == 2),
         "{pub_events:?}"
     );
-    assert!(sub_log.lock().unwrap().is_empty());
+    assert_eq!(
+        *sub_log.lock().unwrap(),
+        [QosEvent::IncompatibleType(rclev::qos::CountStatus {
+            total_count: 1,
+            total_count_change: 1,
+        })]
+    );
     drop(late);
     // Both types are listed on the topic, as `ros2 topic list -t` would show them.
     let topics = node.get_topic_names_and_types();
@@ -425,4 +433,152 @@ fn a_publish_after_shutdown_hands_the_message_back() {
         .unwrap_err();
     assert_eq!(err.error, Error::Shutdown);
     assert_eq!(err.into_inner().data, "kept");
+}
+
+/// The events a handler has seen.
+type EventLog = Arc<Mutex<Vec<QosEvent>>>;
+
+/// A handler, the events it has seen, and a permit per event to wait on.
+fn counted_events() -> (
+    EventLog,
+    Arc<tokio::sync::Semaphore>,
+    impl FnMut(QosEvent) + Send + 'static,
+) {
+    let log: EventLog = Arc::default();
+    let arrived = Arc::new(tokio::sync::Semaphore::new(0));
+    let (l, a) = (Arc::clone(&log), Arc::clone(&arrived));
+    let handler = move |e| {
+        l.lock().unwrap().push(e);
+        a.add_permits(1);
+    };
+    (log, arrived, handler)
+}
+
+fn incompatible_reliability() -> rclev::qos::IncompatibleQosStatus {
+    rclev::qos::IncompatibleQosStatus {
+        total_count: 1,
+        total_count_change: 1,
+        last_policy_kind: QosPolicyKind::Reliability,
+    }
+}
+
+/// Issue 24: the clash a publisher finds while it is created (with subscriptions that were
+/// there first) is raised before `create_publisher` returns, so before any handler could be set.
+#[test]
+fn a_clash_found_while_a_publisher_is_created_reaches_the_handler_in_its_options() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let _reliable = node
+        .create_subscription::<Int64, _>("clash".qos(QoSProfile::default().reliable()), |_| {})
+        .unwrap();
+    let (log, arrived, handler) = counted_events();
+    let _publisher = node
+        .create_publisher::<Int64>(
+            "clash"
+                .qos(QoSProfile::sensor_data())
+                .event_handler(handler),
+        )
+        .unwrap();
+    common::spin_until(&executor, common::count_to(&arrived, 1));
+    assert_eq!(
+        *log.lock().unwrap(),
+        [QosEvent::OfferedIncompatibleQos(incompatible_reliability())]
+    );
+}
+
+/// The same for a subscription (and a subscription stream) created after a publisher that
+/// cannot serve it.
+#[test]
+fn events_raised_while_a_subscription_is_created_reach_the_handler_in_its_options() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let _best_effort = node
+        .create_publisher::<Int64>("clash".qos(QoSProfile::sensor_data()))
+        .unwrap();
+    let (log, arrived, handler) = counted_events();
+    let _sub = node
+        .create_subscription::<Int64, _>(
+            "clash"
+                .qos(QoSProfile::default().reliable())
+                .event_handler(handler),
+            |_| {},
+        )
+        .unwrap();
+    let (stream_log, stream_arrived, stream_handler) = counted_events();
+    let _stream = node
+        .create_subscription_stream::<Int64>(
+            "clash"
+                .qos(QoSProfile::default().reliable())
+                .event_handler(stream_handler),
+        )
+        .unwrap();
+    common::spin_until(&executor, common::count_to(&arrived, 1));
+    common::spin_until(&executor, common::count_to(&stream_arrived, 1));
+    for log in [log, stream_log] {
+        assert_eq!(
+            *log.lock().unwrap(),
+            [QosEvent::RequestedIncompatibleQos(
+                incompatible_reliability()
+            )]
+        );
+    }
+    // Services and clients have no QoS events: a handler for one is refused, not ignored.
+    assert!(matches!(
+        node.create_client::<AddTwoInts>("add".event_handler(|_| {})),
+        Err(Error::InvalidQos(_))
+    ));
+}
+
+#[test]
+fn a_clash_found_while_a_publisher_is_created_reaches_a_handler_set_later() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let _reliable = node
+        .create_subscription::<Int64, _>("clash".qos(QoSProfile::default().reliable()), |_| {})
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int64>("clash".qos(QoSProfile::sensor_data()))
+        .unwrap();
+    let (log, arrived, handler) = counted_events();
+    publisher.set_event_handler(handler);
+    common::spin_until(&executor, common::count_to(&arrived, 1));
+    assert_eq!(
+        *log.lock().unwrap(),
+        [QosEvent::OfferedIncompatibleQos(incompatible_reliability())]
+    );
+}
+
+/// A handler runs taken out of its entity, so it may replace itself (it used to wait for its
+/// own lock).
+#[test]
+fn a_handler_may_replace_itself() {
+    let executor = Context::default().create_basic_executor();
+    let node = executor.create_node("n").unwrap();
+    let reliable = || "clash".qos(QoSProfile::default().reliable());
+    let _first_clash = node
+        .create_subscription::<Int64, _>(reliable(), |_| {})
+        .unwrap();
+    let publisher = node
+        .create_publisher::<Int64>("clash".qos(QoSProfile::sensor_data()))
+        .unwrap();
+    let (first_log, first_arrived, mut first) = counted_events();
+    let (second_log, second_arrived, second) = counted_events();
+    let me = Arc::downgrade(&publisher);
+    let mut second = Some(second);
+    publisher.set_event_handler(move |event| {
+        first(event);
+        if let (Some(publisher), Some(second)) = (me.upgrade(), second.take()) {
+            publisher.set_event_handler(second);
+        }
+    });
+    common::spin_until(&executor, common::count_to(&first_arrived, 1));
+    let _second_clash = node
+        .create_subscription::<Int64, _>(reliable(), |_| {})
+        .unwrap();
+    common::spin_until(&executor, common::count_to(&second_arrived, 1));
+    assert_eq!(first_log.lock().unwrap().len(), 1);
+    assert!(matches!(
+        second_log.lock().unwrap()[..],
+        [QosEvent::OfferedIncompatibleQos(s)] if s.total_count == 2
+    ));
 }

@@ -29,7 +29,8 @@ pub(crate) fn bind_entity<E: Executable>(
     Ok(entity)
 }
 
-/// A topic endpoint of message type `T`, its name expanded as the node would.
+/// A topic endpoint of message type `T`, its name expanded as the node would. The options'
+/// event handler is the caller's to take out first (it goes to the entity's event sink).
 pub(crate) fn topic_endpoint<T: Message>(
     core: &WorkerCore,
     options: impl IntoPrimitiveOptions,
@@ -45,13 +46,20 @@ pub(crate) fn topic_endpoint<T: Message>(
     })
 }
 
-/// A service endpoint of service type `S`.
+/// A service endpoint of service type `S`. Services and clients raise no QoS events (the seam
+/// gives them no event hook, as rmw has none for them), so a handler given for one is refused
+/// rather than never called.
 pub(crate) fn service_endpoint<S: crate::msg::ServiceType>(
     core: &WorkerCore,
     options: impl IntoPrimitiveOptions,
 ) -> Result<ServiceEndpoint> {
     core.exec.check_running()?;
     let options = options.into_primitive_options();
+    if options.event_handler.is_some() {
+        return Err(Error::InvalidQos(
+            "services and clients have no QoS events to give an event handler",
+        ));
+    }
     core.node.types.register(S::TYPE_HASH, S::TYPE_DESCRIPTION);
     Ok(ServiceEndpoint {
         name: core.node.expand(&options.name)?,

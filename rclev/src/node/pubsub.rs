@@ -40,8 +40,10 @@ impl<T: Message> PublisherState<T> {
         core: &Arc<WorkerCore>,
         options: impl IntoPrimitiveOptions,
     ) -> Result<Publisher<T>> {
+        let mut options = options.into_primitive_options();
+        let handler = options.event_handler.take();
         let endpoint = topic_endpoint::<T>(core, options)?;
-        let events = EventSink::create(core, format!("publisher {}", endpoint.name))?;
+        let events = EventSink::create(core, format!("publisher {}", endpoint.name), handler)?;
         let port = core.node.port.create_publisher(&endpoint, events.clone())?;
         Ok(Arc::new(Self {
             port,
@@ -101,8 +103,11 @@ impl<T: Message> PublisherState<T> {
     }
 
     /// Runs `handler` on the publisher's worker for each QoS event (matched, incompatible QoS
-    /// or type, deadline missed, liveliness lost). Replaces the default handler, which warns
-    /// about incompatibilities.
+    /// or type, deadline missed, liveliness lost), starting with those kept since the
+    /// publisher's creation (one per kind, merged). Replaces the default handler, which warns
+    /// about incompatibilities, and any handler set before. To have no event warned about,
+    /// give the handler at creation instead
+    /// ([`IntoPrimitiveOptions::event_handler`]).
     pub fn set_event_handler(&self, handler: impl FnMut(QosEvent) + Send + 'static) {
         self.events.set_handler(Callback::plain(handler));
     }
@@ -166,7 +171,8 @@ pub(crate) fn create_subscription<T: Message>(
     options: impl IntoPrimitiveOptions,
     callback: SubscriptionCallback<T>,
 ) -> Result<Subscription<T>> {
-    let options = options.into_primitive_options();
+    let mut options = options.into_primitive_options();
+    let handler = options.event_handler.take();
     // Async callbacks run on their worker's task whatever the option says.
     let direct = options.delivery == Delivery::Direct && callback.is_sync();
     let mut endpoint = topic_endpoint::<T>(core, options)?;
@@ -178,7 +184,7 @@ pub(crate) fn create_subscription<T: Message>(
         }
     };
     let label = format!("subscription {}", endpoint.name);
-    let events = EventSink::create(core, label.clone())?;
+    let events = EventSink::create(core, label.clone(), handler)?;
     let sub = bind_entity(core, true, |dispatch| {
         if direct {
             dispatch.set_direct(Box::new(WorkerLender::new(
@@ -241,8 +247,11 @@ impl<T: Message> SubscriptionState<T> {
         self.entity.port.qos()
     }
     /// Runs `handler` on the subscription's worker for each QoS event (matched, incompatible
-    /// QoS or type, deadline missed, liveliness changed, message lost). Replaces the default
-    /// handler, which warns about incompatibilities.
+    /// QoS or type, deadline missed, liveliness changed, message lost), starting with those
+    /// kept since the subscription's creation (one per kind, merged). Replaces the default
+    /// handler, which warns about incompatibilities, and any handler set before. To have no
+    /// event warned about, give the handler at creation instead
+    /// ([`IntoPrimitiveOptions::event_handler`]).
     pub fn set_event_handler(&self, handler: impl FnMut(QosEvent) + Send + 'static) {
         self.entity.events.set_handler(Callback::plain(handler));
     }
@@ -382,19 +391,27 @@ pub struct SubscriptionStream<T: Message> {
 }
 
 impl<T: Message> SubscriptionStream<T> {
-    pub(crate) fn create(core: &WorkerCore, options: impl IntoPrimitiveOptions) -> Result<Self> {
+    pub(crate) fn create(
+        core: &Arc<WorkerCore>,
+        options: impl IntoPrimitiveOptions,
+    ) -> Result<Self> {
+        let mut options = options.into_primitive_options();
+        let handler = options.event_handler.take();
         let mut endpoint = topic_endpoint::<T>(core, options)?;
         // `try_recv` and `recv_with_info` hand out the info.
         endpoint.reads_message_info = true;
         let hook = Arc::new(StreamHook::default());
-        let port = core.node.port.create_subscription(
-            &endpoint,
-            hook.clone(),
-            Arc::new(WarningHook(format!(
-                "subscription stream {}",
-                endpoint.name
-            ))),
-        )?;
+        let label = format!("subscription stream {}", endpoint.name);
+        // A stream's messages need no worker, but a handler does: the worker it was created
+        // on runs it, while the executor spins. Without one, warnings cost no entity.
+        let events: Arc<dyn crate::transport::EventHook> = match handler {
+            Some(handler) => EventSink::create(core, label, Some(handler))?,
+            None => Arc::new(WarningHook(label)),
+        };
+        let port = core
+            .node
+            .port
+            .create_subscription(&endpoint, hook.clone(), events)?;
         let life = core.exec.life().clone();
         Ok(Self {
             port,

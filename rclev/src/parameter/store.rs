@@ -1,9 +1,29 @@
 //! A node's parameter store: declaration (with overrides given at node creation), reads, and
 //! atomic multi-parameter sets checked against descriptors and set-callbacks.
 //!
-//! Ground rule: callbacks and change hooks run without the store's lock held, so they may read
-//! parameters; the lock is taken again only to apply a change every callback accepted.
+//! Ground rules:
+//! - Two locks, taken in this order: `sets`, then `store`. `store` guards the declarations and
+//!   the registered callbacks; it is held only for short sections that run no set-callback,
+//!   change hook or observer. Those run without it, so they may read, declare and undeclare
+//!   parameters.
+//! - `sets` serializes sets. A set holds it from its descriptor checks through its
+//!   set-callbacks, its commit, its observers and its change hooks; so the callbacks of a set
+//!   judge the values every earlier set left, and `/parameter_events` and the hooks learn of
+//!   sets in the order they were committed. Declarations and undeclarations take only `store`, so
+//!   they never wait for a set's callbacks.
+//! - Every declaration gets a generation, unique within the store. A set notes the generation
+//!   of each parameter it checks and commits only if each is still declared with it (compared
+//!   under `store`, in the same section that writes): a parameter undeclared, and perhaps
+//!   declared again with another type or read-only, while the set's callbacks ran is never
+//!   written with a value checked against its predecessor. Sets being serialized, nothing but a
+//!   new declaration can change what a set checked, so an unchanged generation is enough.
+//! - A set that starts on a thread already inside a set of the same store is not given `sets`
+//!   again (it is not reentrant): from a set-callback it is refused
+//!   ([`ParameterError::SetInSetCallback`]), as it would change what the callback is judging;
+//!   from a change hook (the `use_sim_time` switch, whose jump callbacks are user code) it runs
+//!   nested, inside the outer set's hold, after the outer set's commit.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
@@ -34,11 +54,15 @@ pub enum ParameterChange {
 struct Declared {
     value: ParameterValue,
     descriptor: ParameterDescriptor,
+    /// Which declaration of the name this is (see the ground rules).
+    generation: u64,
 }
 
 #[derive(Default)]
 struct Store {
     declared: BTreeMap<String, Declared>,
+    /// The generation the next declaration gets.
+    next_generation: u64,
     overrides: BTreeMap<String, ParameterValue>,
     callbacks: Vec<Weak<SetCallback>>,
     /// Internal observers (e.g. `use_sim_time` → the time source), called after a change.
@@ -53,6 +77,60 @@ struct Store {
 #[derive(Default)]
 pub struct Parameters {
     store: Mutex<Store>,
+    /// Held by the set in progress, from its checks to its last notification.
+    sets: Mutex<()>,
+}
+
+/// Where a set of a store stands, as the thread running it records it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SetPhase {
+    /// Checking and asking the set-callbacks: no other set of the store may start here.
+    Asking,
+    /// Committed; telling the observers and change hooks, which may set again.
+    Telling,
+}
+
+std::thread_local! {
+    /// The sets this thread is running, innermost last: the store (by the address of its
+    /// `sets` lock, which is unique among live stores, and an entry never outlives the
+    /// `&Parameters` its set borrows) and how far the set is.
+    static SETTING: RefCell<Vec<(usize, SetPhase)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Records a set on this thread's [`SETTING`] for as long as it lives, unwinding included.
+struct SettingHere {
+    store: usize,
+}
+
+impl SettingHere {
+    fn enter(store: usize) -> Self {
+        SETTING.with(|s| s.borrow_mut().push((store, SetPhase::Asking)));
+        Self { store }
+    }
+
+    fn committed(&self) {
+        SETTING.with(|s| {
+            if let Some(entry) = s.borrow_mut().iter_mut().rev().find(|e| e.0 == self.store) {
+                entry.1 = SetPhase::Telling;
+            }
+        });
+    }
+
+    /// How far the innermost set of `store` on this thread is, if one runs here.
+    fn phase(store: usize) -> Option<SetPhase> {
+        SETTING.with(|s| s.borrow().iter().rev().find(|e| e.0 == store).map(|e| e.1))
+    }
+}
+
+impl Drop for SettingHere {
+    fn drop(&mut self) {
+        SETTING.with(|s| {
+            let mut s = s.borrow_mut();
+            if let Some(i) = s.iter().rposition(|e| e.0 == self.store) {
+                s.remove(i);
+            }
+        });
+    }
 }
 
 /// Keeps a set-callback registered; dropping it unregisters the callback.
@@ -74,19 +152,44 @@ impl Parameters {
                 overrides,
                 ..Store::default()
             }),
+            sets: Mutex::default(),
         }
     }
 
     /// Declares a parameter; an override given at node creation replaces `default`. Returns
-    /// the value in effect. A descriptor whose range cannot be used is refused with
-    /// [`ParameterError::InvalidDescriptor`].
+    /// the value in effect, which the descriptor must allow, as in rclcpp: a descriptor whose
+    /// range cannot be used is refused with [`ParameterError::InvalidDescriptor`], an override
+    /// of another type or outside the range with [`ParameterError::InvalidOverride`], a
+    /// default outside the range (when no override replaces it) with
+    /// [`ParameterError::OutOfRange`]. Set-callbacks are not asked.
     pub fn declare(
         &self,
         name: &str,
         default: impl Into<ParameterValue>,
         descriptor: ParameterDescriptor,
     ) -> Result<ParameterValue, ParameterError> {
-        let default = default.into();
+        self.declare_with(name, default.into(), descriptor, true)
+    }
+
+    /// [`declare`](Self::declare) that takes `default` even if an override was given for
+    /// `name` (rclcpp's `ignore_override`): the override is neither used nor checked, and the
+    /// default must be allowed by the descriptor.
+    pub fn declare_ignoring_override(
+        &self,
+        name: &str,
+        default: impl Into<ParameterValue>,
+        descriptor: ParameterDescriptor,
+    ) -> Result<ParameterValue, ParameterError> {
+        self.declare_with(name, default.into(), descriptor, false)
+    }
+
+    pub(super) fn declare_with(
+        &self,
+        name: &str,
+        default: ParameterValue,
+        descriptor: ParameterDescriptor,
+        use_override: bool,
+    ) -> Result<ParameterValue, ParameterError> {
         descriptor
             .validate()
             .map_err(|reason| ParameterError::InvalidDescriptor {
@@ -97,7 +200,8 @@ impl Parameters {
         if store.declared.contains_key(name) {
             return Err(ParameterError::AlreadyDeclared(name.to_string()));
         }
-        let value = match store.overrides.get(name) {
+        let given = store.overrides.get(name).filter(|_| use_override);
+        let value = match given {
             Some(o) => {
                 let o = coerce(o, &default);
                 if !descriptor.dynamic_typing && !o.same_type(&default) {
@@ -118,13 +222,26 @@ impl Parameters {
                     })?;
                 o
             }
-            None => default,
+            None => {
+                // rclcpp checks the value the declaration takes, whichever it is: a default
+                // that an override replaces is not looked at.
+                descriptor
+                    .check(&default)
+                    .map_err(|reason| ParameterError::OutOfRange {
+                        name: name.to_string(),
+                        reason,
+                    })?;
+                default
+            }
         };
+        let generation = store.next_generation;
+        store.next_generation += 1;
         store.declared.insert(
             name.to_string(),
             Declared {
                 value: value.clone(),
                 descriptor,
+                generation,
             },
         );
         let observers = store.observers.clone();
@@ -233,45 +350,68 @@ impl Parameters {
 
     /// Sets several parameters atomically: every value is checked against its descriptor and
     /// every set-callback, and either all change or none does.
+    ///
+    /// Between concurrent callers, sets of one node's parameters are serializable: each runs
+    /// its checks, set-callbacks, commit, `/parameter_events` observers and change hooks while
+    /// no other set of them runs, so the callbacks judge the values every earlier set left, and
+    /// a set's values are never mixed with another's. Declaring and undeclaring do not wait for
+    /// sets: if a parameter of the set is undeclared while its set-callbacks run, nothing is
+    /// set and the set fails with [`ParameterError::NotDeclared`], or with
+    /// [`ParameterError::Redeclared`] if the name was declared again meanwhile.
+    ///
+    /// A set-callback must not set parameters of the same node
+    /// ([`ParameterError::SetInSetCallback`]), nor wait for another thread that does: that
+    /// set waits for the callback's own set to end.
     pub fn set_all(&self, changes: &[Parameter]) -> Result<(), ParameterError> {
-        let (callbacks, hooks, observers) = {
-            let store = lock(&self.store);
-            for p in changes {
-                let d = store
-                    .declared
-                    .get(&p.name)
-                    .ok_or_else(|| ParameterError::NotDeclared(p.name.clone()))?;
-                if d.descriptor.read_only {
-                    return Err(ParameterError::ReadOnly(p.name.clone()));
-                }
-                if !d.descriptor.dynamic_typing && !p.value.same_type(&d.value) {
-                    return Err(ParameterError::WrongType {
-                        name: p.name.clone(),
-                        expected: d.value.type_name(),
-                        got: p.value.type_name(),
-                    });
-                }
-                d.descriptor
-                    .check(&p.value)
-                    .map_err(|reason| ParameterError::OutOfRange {
-                        name: p.name.clone(),
-                        reason,
-                    })?;
+        let me = &self.sets as *const Mutex<()> as usize;
+        match SettingHere::phase(me) {
+            Some(SetPhase::Asking) => Err(ParameterError::SetInSetCallback),
+            // A change hook of a set of this store, on this thread: that set holds `sets` and
+            // has committed; this one runs inside its hold.
+            Some(SetPhase::Telling) => self.set_serialized(me, changes),
+            None => {
+                let _serial = lock(&self.sets);
+                self.set_serialized(me, changes)
             }
+        }
+    }
+
+    /// [`set_all`](Self::set_all), with `sets` held by this thread.
+    fn set_serialized(&self, me: usize, changes: &[Parameter]) -> Result<(), ParameterError> {
+        let here = SettingHere::enter(me);
+        let (generations, callbacks, hooks, observers) = {
+            let store = lock(&self.store);
+            let generations = changes
+                .iter()
+                .map(|p| check_change(&store, p))
+                .collect::<Result<Vec<u64>, _>>()?;
             let callbacks: Vec<_> = store
                 .guards
                 .iter()
                 .cloned()
                 .chain(store.callbacks.iter().filter_map(Weak::upgrade))
                 .collect();
-            (callbacks, store.hooks.clone(), store.observers.clone())
+            (
+                generations,
+                callbacks,
+                store.hooks.clone(),
+                store.observers.clone(),
+            )
         };
-        // Called without the lock, so a callback may read parameters.
+        // Called without the store's lock, so a callback may read parameters.
         for cb in callbacks {
             cb(changes).map_err(ParameterError::Rejected)?;
         }
         {
             let mut store = lock(&self.store);
+            // Still the declarations that were checked? (See the ground rules.)
+            for (p, generation) in changes.iter().zip(&generations) {
+                match store.declared.get(&p.name) {
+                    Some(d) if d.generation == *generation => {}
+                    Some(_) => return Err(ParameterError::Redeclared(p.name.clone())),
+                    None => return Err(ParameterError::NotDeclared(p.name.clone())),
+                }
+            }
             store.callbacks.retain(|w| w.strong_count() > 0);
             for p in changes {
                 if let Some(d) = store.declared.get_mut(&p.name) {
@@ -279,6 +419,10 @@ impl Parameters {
                 }
             }
         }
+        here.committed();
+        // Observers before hooks: a set made by a hook runs nested, after this one's event
+        // has gone out, so events stay in commit order.
+        notify(&observers, &ParameterChange::Changed(changes.to_vec()));
         for p in changes {
             for (name, hook) in &hooks {
                 if *name == p.name {
@@ -286,7 +430,6 @@ impl Parameters {
                 }
             }
         }
-        notify(&observers, &ParameterChange::Changed(changes.to_vec()));
         Ok(())
     }
 
@@ -314,11 +457,39 @@ impl Parameters {
         lock(&self.store).observers.push(Arc::new(observer));
     }
 
+    /// Registers an internal hook called after every committed set of `name`, for the life of
+    /// the parameters. It runs within the set (holding `sets`): a set it makes runs nested.
     pub(crate) fn on_change(&self, name: &str, hook: impl Fn(&Parameter) + Send + Sync + 'static) {
         lock(&self.store)
             .hooks
             .push((name.to_string(), Arc::new(hook)));
     }
+}
+
+/// Why `p` cannot be set now, if it cannot; else the generation of the declaration it was
+/// checked against.
+fn check_change(store: &Store, p: &Parameter) -> Result<u64, ParameterError> {
+    let d = store
+        .declared
+        .get(&p.name)
+        .ok_or_else(|| ParameterError::NotDeclared(p.name.clone()))?;
+    if d.descriptor.read_only {
+        return Err(ParameterError::ReadOnly(p.name.clone()));
+    }
+    if !d.descriptor.dynamic_typing && !p.value.same_type(&d.value) {
+        return Err(ParameterError::WrongType {
+            name: p.name.clone(),
+            expected: d.value.type_name(),
+            got: p.value.type_name(),
+        });
+    }
+    d.descriptor
+        .check(&p.value)
+        .map_err(|reason| ParameterError::OutOfRange {
+            name: p.name.clone(),
+            reason,
+        })?;
+    Ok(d.generation)
 }
 
 fn undeclarable(store: &Store, name: &str) -> Result<(), ParameterError> {
@@ -545,5 +716,133 @@ mod tests {
                 ParameterChange::Deleted(param(2)),
             ]
         );
+    }
+
+    fn param(name: &str, value: impl Into<ParameterValue>) -> Parameter {
+        Parameter {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    /// A set from a set-callback would change what the callback judges, and under `sets` it
+    /// would wait for itself: it is refused, and the set that asked goes on.
+    #[test]
+    fn a_set_from_a_set_callback_is_refused() {
+        let p = Arc::new(Parameters::default());
+        p.declare("a", 1, ParameterDescriptor::default()).unwrap();
+        p.declare("b", 1, ParameterDescriptor::default()).unwrap();
+        let nested = Arc::new(Mutex::new(None));
+        let (q, n) = (Arc::downgrade(&p), nested.clone());
+        let _cb = p.add_on_set_callback(move |changes| {
+            if changes.iter().any(|c| c.name == "a") {
+                *n.lock().unwrap() = q.upgrade().map(|q| q.set("b", 2));
+            }
+            Ok(())
+        });
+        p.set("a", 2).unwrap();
+        assert_eq!(
+            *nested.lock().unwrap(),
+            Some(Err(ParameterError::SetInSetCallback))
+        );
+        assert_eq!(p.get("a"), Some(ParameterValue::Integer(2)));
+        assert_eq!(p.get("b"), Some(ParameterValue::Integer(1)));
+    }
+
+    /// A change hook (the `use_sim_time` switch runs user jump callbacks in one) may set: that
+    /// set runs nested, after the outer one's commit and event, so events keep commit order.
+    #[test]
+    fn a_set_from_a_change_hook_runs_nested_after_the_outer_event() {
+        let p = Arc::new(Parameters::default());
+        p.declare("a", 1, ParameterDescriptor::default()).unwrap();
+        p.declare("b", 1, ParameterDescriptor::default()).unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        p.observe(move |c| s.lock().unwrap().push(c.clone()));
+        let q = Arc::downgrade(&p);
+        p.on_change("a", move |_| {
+            let q = q.upgrade().unwrap();
+            q.set("b", 2).unwrap();
+        });
+        p.set("a", 2).unwrap();
+        assert_eq!(p.get("b"), Some(ParameterValue::Integer(2)));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                ParameterChange::Changed(vec![param("a", 2)]),
+                ParameterChange::Changed(vec![param("b", 2)]),
+            ]
+        );
+    }
+
+    /// Sets are serializable: a set-callback that keeps `x + y <= 10` by reading the values
+    /// not in the change holds it however two threads race, and the events come in commit
+    /// order (replaying them gives the store's final values).
+    #[test]
+    fn concurrent_sets_are_judged_and_reported_one_at_a_time() {
+        let p = Arc::new(Parameters::default());
+        p.declare("x", 0, ParameterDescriptor::default()).unwrap();
+        p.declare("y", 0, ParameterDescriptor::default()).unwrap();
+        let q = Arc::downgrade(&p);
+        let _limit = p.add_on_set_callback(move |changes| {
+            let q = q.upgrade().unwrap();
+            let value = |name: &str| match changes.iter().rev().find(|c| c.name == name) {
+                Some(c) => c.value.clone(),
+                None => q.get(name).unwrap(),
+            };
+            let (ParameterValue::Integer(x), ParameterValue::Integer(y)) = (value("x"), value("y"))
+            else {
+                return Err("not integers".into());
+            };
+            // Widens the window between reading and committing that an unserialized set
+            // would leave to the other thread.
+            std::thread::yield_now();
+            match x + y <= 10 {
+                true => Ok(()),
+                false => Err(format!("x + y = {}", x + y)),
+            }
+        });
+        let replay = Arc::new(Mutex::new((0, 0, Vec::new())));
+        let r = replay.clone();
+        p.observe(move |c| {
+            let mut r = r.lock().unwrap();
+            if let ParameterChange::Changed(ps) = c {
+                for q in ps {
+                    let ParameterValue::Integer(v) = q.value else {
+                        continue;
+                    };
+                    match q.name.as_str() {
+                        "x" => r.0 = v,
+                        _ => r.1 = v,
+                    }
+                }
+                let sum = r.0 + r.1;
+                if sum > 10 {
+                    r.2.push(sum);
+                }
+            }
+        });
+        let racers: Vec<_> = ["x", "y"]
+            .into_iter()
+            .map(|name| {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    for round in 0..2_000 {
+                        let _ = p.set(name, if round % 2 == 0 { 6 } else { 0 });
+                    }
+                })
+            })
+            .collect();
+        for racer in racers {
+            racer.join().unwrap();
+        }
+        let (x, y) = match (p.get("x"), p.get("y")) {
+            (Some(ParameterValue::Integer(x)), Some(ParameterValue::Integer(y))) => (x, y),
+            other => panic!("{other:?}"),
+        };
+        let replay = replay.lock().unwrap();
+        assert!(x + y <= 10, "x = {x}, y = {y}");
+        assert!(replay.2.is_empty(), "events replay to sums {:?}", replay.2);
+        assert_eq!((replay.0, replay.1), (x, y), "events out of commit order");
     }
 }

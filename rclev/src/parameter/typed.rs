@@ -48,6 +48,7 @@ pub struct ParameterBuilder<T: ParameterType> {
     name: String,
     default: Option<T>,
     descriptor: ParameterDescriptor,
+    ignore_override: bool,
 }
 
 impl<T: ParameterType> ParameterBuilder<T> {
@@ -57,6 +58,7 @@ impl<T: ParameterType> ParameterBuilder<T> {
             name: name.to_string(),
             default: None,
             descriptor: ParameterDescriptor::default(),
+            ignore_override: false,
         }
     }
 
@@ -87,14 +89,27 @@ impl<T: ParameterType> ParameterBuilder<T> {
         self
     }
 
+    /// Takes the default even if an override was given at node creation (rclcpp's
+    /// `ignore_override`): the override is neither used nor checked.
+    pub fn ignore_override(mut self) -> Self {
+        self.ignore_override = true;
+        self
+    }
+
     /// Declares it: the override given at node creation if there is one (an integer for a
     /// double parameter is taken as the double), else the default;
     /// [`ParameterError::InvalidOverride`] if neither exists or the override is of another
-    /// type.
+    /// type or outside the range, [`ParameterError::OutOfRange`] if the default is taken and
+    /// is outside the range (see [`Parameters::declare`]).
     pub fn declare(self) -> Result<TypedParameter<T>, ParameterError> {
-        let initial = match (self.default, self.parameters.override_of(&self.name)) {
+        let given = match self.ignore_override {
+            true => None,
+            false => self.parameters.override_of(&self.name),
+        };
+        // The value to declare, also as a `T`.
+        let (initial, typed) = match (self.default, given) {
             // The store applies the override and checks its type against the default's.
-            (Some(default), _) => default.into_value(),
+            (Some(default), _) => (default.clone().into_value(), default),
             (None, Some(given)) => {
                 let given = match T::from_value(&given) {
                     Some(_) => given,
@@ -104,7 +119,7 @@ impl<T: ParameterType> ParameterBuilder<T> {
                     Some(_) => given,
                     None => super::value::coerce(&given, &ParameterValue::DoubleArray(vec![])),
                 };
-                if T::from_value(&given).is_none() {
+                let Some(typed) = T::from_value(&given) else {
                     return Err(ParameterError::InvalidOverride {
                         name: self.name,
                         reason: format!(
@@ -113,21 +128,33 @@ impl<T: ParameterType> ParameterBuilder<T> {
                             std::any::type_name::<T>()
                         ),
                     });
-                }
-                given
+                };
+                (given, typed)
             }
             (None, None) => {
+                let reason = match self.ignore_override {
+                    true => "no value: the parameter has no default and ignores overrides",
+                    false => "no value: the parameter has no default and none was given",
+                };
                 return Err(ParameterError::InvalidOverride {
                     name: self.name,
-                    reason: "no value: the parameter has no default and none was given".into(),
-                })
+                    reason: reason.into(),
+                });
             }
         };
-        self.parameters
-            .declare(&self.name, initial, self.descriptor)?;
+        let value = self.parameters.declare_with(
+            &self.name,
+            initial,
+            self.descriptor,
+            !self.ignore_override,
+        )?;
+        // The store returns the override converted to the initial value's type, which a typed
+        // parameter never lets change (its descriptor is never dynamically typed).
+        let declared = T::from_value(&value).unwrap_or(typed);
         Ok(TypedParameter {
             parameters: self.parameters,
             name: self.name,
+            declared,
             _type: PhantomData,
         })
     }
@@ -154,17 +181,32 @@ impl ParameterBuilder<f64> {
 pub struct TypedParameter<T: ParameterType> {
     parameters: Arc<Parameters>,
     name: String,
+    /// The value it was declared with: what [`get`](Self::get) falls back on.
+    declared: T,
     _type: PhantomData<fn() -> T>,
 }
 
 impl<T: ParameterType> TypedParameter<T> {
     /// The value now (set through the services or any handle meanwhile, too).
     pub fn get(&self) -> T {
-        self.parameters
-            .get(&self.name)
-            .and_then(|v| T::from_value(&v))
-            // Statically typed and never undeclared (undeclaring needs dynamic typing).
-            .expect("a typed parameter keeps its type while its node lives")
+        let value = self.parameters.get(&self.name);
+        match value.as_ref().and_then(T::from_value) {
+            Some(v) => v,
+            // Not reachable: the parameter is statically typed, so it is never undeclared
+            // (`undeclare` needs dynamic typing) and every set is checked to be of its type;
+            // a set checked against an earlier declaration of the name is refused at commit
+            // (`Parameters::set_all`). Were it reached, the caller gets the declared value and
+            // the fault is logged, rather than a panic in the middle of a control loop.
+            None => {
+                tracing::error!(
+                    target: "rclev",
+                    "typed parameter {:?} holds {value:?}, not a {}; returning its declared value",
+                    self.name,
+                    std::any::type_name::<T>()
+                );
+                self.declared.clone()
+            }
+        }
     }
 
     /// Sets it, subject to its descriptor and the node's set-callbacks.

@@ -19,7 +19,7 @@ pub use event::{
     CountStatus, IncompatibleQosStatus, LivelinessChangedStatus, MatchedStatus, QosEvent,
     QosEventKind,
 };
-pub use options::{Delivery, IntoPrimitiveOptions, PrimitiveOptions};
+pub use options::{Delivery, IntoPrimitiveOptions, PrimitiveOptions, QosEventHandler};
 
 /// How many samples a reader or writer keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

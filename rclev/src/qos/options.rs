@@ -1,6 +1,10 @@
-//! What an entity is created with: its name and QoS.
+//! What an entity is created with: its name, QoS, and for topic endpoints where its callback
+//! runs and who hears its QoS events.
 
-use super::QoSProfile;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use super::{QoSProfile, QosEvent};
 
 /// Options for a publisher, subscription, service or client: the name plus QoS.
 ///
@@ -14,6 +18,38 @@ pub struct PrimitiveOptions {
     pub qos: QoSProfile,
     /// Where a subscription's callback runs (ignored by the other entities).
     pub delivery: Delivery,
+    /// The handler of a publisher's or subscription's QoS events, from its creation on (see
+    /// [`IntoPrimitiveOptions::event_handler`]). Services and clients have no QoS events and
+    /// refuse one.
+    pub event_handler: Option<QosEventHandler>,
+}
+
+/// A QoS event handler given in an entity's options: it runs on the entity's worker for each
+/// event, from the ones its creation raised on (a clash with endpoints that were there first).
+///
+/// Cloning it, or the options that hold it, shares the one handler: every entity created from
+/// the clones calls it, one call at a time.
+#[derive(Clone)]
+pub struct QosEventHandler(Arc<Mutex<dyn FnMut(QosEvent) + Send>>);
+
+impl QosEventHandler {
+    /// Wraps `handler`.
+    pub fn new(handler: impl FnMut(QosEvent) + Send + 'static) -> Self {
+        Self(Arc::new(Mutex::new(handler)))
+    }
+
+    /// Calls the handler. A panic in an earlier call leaves it usable: the state it mutates is
+    /// the user's, and the panic was reported where it happened.
+    pub(crate) fn call(&self, event: QosEvent) {
+        let mut handler = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        (*handler)(event)
+    }
+}
+
+impl fmt::Debug for QosEventHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("QosEventHandler(..)")
+    }
 }
 
 /// Where a subscription's callback runs.
@@ -60,6 +96,18 @@ pub trait IntoPrimitiveOptions: Sized {
         o.delivery = delivery;
         o
     }
+    /// Gives a publisher or subscription (or subscription stream) its QoS event handler at
+    /// creation. It runs on the entity's worker for every event, those its creation raises
+    /// included (a clash with endpoints that were on the topic first), and replaces the
+    /// default handler, which warns about incompatibilities. A handler set after creation
+    /// (`set_event_handler`) gets those events too, but they have been warned about by then.
+    /// Services and clients have no QoS events: creating one with a handler fails with
+    /// [`Error::InvalidQos`](crate::Error::InvalidQos).
+    fn event_handler(self, handler: impl FnMut(QosEvent) + Send + 'static) -> PrimitiveOptions {
+        let mut o = self.into_primitive_options();
+        o.event_handler = Some(QosEventHandler::new(handler));
+        o
+    }
 }
 
 impl IntoPrimitiveOptions for PrimitiveOptions {
@@ -74,6 +122,7 @@ impl IntoPrimitiveOptions for &str {
             name: self.to_string(),
             qos: QoSProfile::default(),
             delivery: Delivery::Worker,
+            event_handler: None,
         }
     }
 }
@@ -84,6 +133,7 @@ impl IntoPrimitiveOptions for String {
             name: self,
             qos: QoSProfile::default(),
             delivery: Delivery::Worker,
+            event_handler: None,
         }
     }
 }

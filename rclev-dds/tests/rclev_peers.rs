@@ -6,7 +6,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{dds_context, eventually, in_netns, reliable_keep_all, Pair};
+use common::{dds_context, eventually, in_netns, reliable_keep_all, spin_until, Pair};
 use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::{Context, SpinOptions};
 use rclev_dds::DdsTransport;
@@ -465,6 +465,50 @@ mod qos_over_dds {
                 }
                 assert!(missed(&offered), "{:?}", offered.lock().unwrap());
                 assert!(missed(&requested), "{:?}", requested.lock().unwrap());
+            },
+        );
+    }
+
+    /// A clash that exists when a publisher is created (a reliable subscription already on
+    /// the topic, in the same participant: Fast DDS matches it inside the creation) reaches
+    /// the handler given in the publisher's options, and the subscription's handler set after
+    /// its creation gets its side too.
+    #[test]
+    fn a_clash_found_at_creation_reaches_the_handlers() {
+        in_netns(
+            "qos_over_dds::a_clash_found_at_creation_reaches_the_handlers",
+            Duration::from_secs(60),
+            || {
+                let executor = dds_context().create_basic_executor();
+                let node = executor.create_node("clash").unwrap();
+                let sub = node
+                    .create_subscription::<StringMsg, _>("clash".qos(QoSProfile::default()), |_| {})
+                    .unwrap();
+                let offered = Arc::new(Mutex::new(Vec::new()));
+                let o = offered.clone();
+                let _publisher = node
+                    .create_publisher::<StringMsg>(
+                        "clash"
+                            .qos(QoSProfile::default().best_effort())
+                            .event_handler(move |e| o.lock().unwrap().push(e)),
+                    )
+                    .unwrap();
+                let requested = Arc::new(Mutex::new(Vec::new()));
+                let r = requested.clone();
+                sub.set_event_handler(move |e| r.lock().unwrap().push(e));
+                let clash = |log: &Arc<Mutex<Vec<QosEvent>>>| {
+                    log.lock().unwrap().iter().any(|e| {
+                        matches!(
+                            e,
+                            QosEvent::OfferedIncompatibleQos(_)
+                                | QosEvent::RequestedIncompatibleQos(_)
+                        )
+                    })
+                };
+                assert!(spin_until(&executor, Duration::from_secs(10), || clash(
+                    &offered
+                )
+                    && clash(&requested)));
             },
         );
     }

@@ -18,29 +18,8 @@ fn two_participants_exchange_messages() {
         Duration::from_secs(60),
         || {
             let pair = Pair::new();
-            let (talker, listener, b) = (&pair.talker, &pair.listener, &pair.b);
-            let publisher = talker.create_publisher::<StringMsg>("chatter").unwrap();
-            let heard = Arc::new(Mutex::new(Vec::new()));
-            let h = heard.clone();
-            let _sub = listener
-                .create_subscription::<StringMsg, _>("chatter", move |m| {
-                    h.lock().unwrap().push(m.data.clone())
-                })
-                .unwrap();
-            assert!(eventually(Duration::from_secs(10), || publisher
-                .get_subscription_count()
-                == 1));
-            for i in 0..5 {
-                publisher
-                    .publish(StringMsg {
-                        data: format!("hello {i}"),
-                    })
-                    .unwrap();
-            }
-            let _ = b.spin(SpinOptions::default().timeout(Duration::from_millis(500)));
-            let heard = heard.lock().unwrap().clone();
             assert_eq!(
-                heard,
+                pair.exchange("chatter", 5),
                 (0..5).map(|i| format!("hello {i}")).collect::<Vec<_>>()
             );
         },

@@ -206,6 +206,37 @@ pub struct Pair {
 }
 
 impl Pair {
+    /// The talker publishes `hello 0` … `hello {count - 1}` on `topic` once the listener's
+    /// subscription is matched; what the listener heard, in order, once it has heard as many
+    /// (or after 10 s).
+    pub fn exchange(&self, topic: &str, count: usize) -> Vec<String> {
+        use rclev::interfaces::std_msgs::msg::String as StringMsg;
+        let publisher = self.talker.create_publisher::<StringMsg>(topic).unwrap();
+        let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let h = heard.clone();
+        let _sub = self
+            .listener
+            .create_subscription::<StringMsg, _>(topic, move |m| {
+                h.lock().unwrap().push(m.data.clone())
+            })
+            .unwrap();
+        assert!(eventually(Duration::from_secs(10), || publisher
+            .get_subscription_count()
+            == 1));
+        for i in 0..count {
+            publisher
+                .publish(StringMsg {
+                    data: format!("hello {i}"),
+                })
+                .unwrap();
+        }
+        spin_until(&self.b, Duration::from_secs(10), || {
+            heard.lock().unwrap().len() >= count
+        });
+        let heard = heard.lock().unwrap().clone();
+        heard
+    }
+
     pub fn new() -> Pair {
         let a = dds_context().create_basic_executor();
         let b = dds_context().create_basic_executor();

@@ -56,6 +56,15 @@ impl Sim {
     }
 }
 
+/// Waits (at most 20 s, without spinning) until `reached()` holds.
+fn wait_until(what: &str, reached: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !reached() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 type Calls = Arc<Mutex<Vec<TimerInfo>>>;
 
 fn sim_timer(node: &Node, period_ms: u64) -> (rclev::Timer, Calls) {
@@ -473,4 +482,92 @@ fn switching_sim_time_from_a_jump_callback_is_refused() {
         );
     }
     assert_eq!(s.node.get_parameter("use_sim_time"), Some(true.into()));
+}
+
+/// Issue 24: one thread creates 2 ms ROS-time timers in a loop while another switches
+/// `use_sim_time` on. Every timer must end up on simulated time: with `/clock` silent after the
+/// switch, none may keep firing at the wall rate. A correct timer calls back at most twice
+/// after the switch has returned (one tick its worker had taken before, and one for a credit of
+/// zero carried over, due at once); a timer left on the wall fires every 2 ms. The window in
+/// which that is watched is measured in calls of a 2 ms steady timer on the same worker (ten
+/// of them), not in wall time, so a stalled host only makes it longer.
+///
+/// A timer that chose its lane between the switch's look at the registered timers and its flip
+/// of the time base was moved by neither; choosing the lane and registering under the source's
+/// change lock (`RosTimeSource::hold_time_base`) closed that. Without that lock this failed in
+/// every run under two CPU hogs (8 to 34 of the 150 rounds each); the loom model
+/// `loom_a_timer_created_during_a_switch_to_sim_time_follows_it` checks the same race.
+#[test]
+fn timers_created_while_sim_time_is_switched_on_stop_with_the_clock() {
+    const ROUNDS: usize = 150;
+    let executor = Context::default().create_basic_executor();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut stuck_rounds = Vec::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let errors = executor.spin(SpinOptions::default().until_promise_resolved(async {
+                let _ = stop_rx.await;
+            }));
+            assert!(errors.is_empty(), "{errors:?}");
+        });
+        for round in 0..ROUNDS {
+            let node = executor.create_node(format!("racer{round}")).unwrap();
+            let control = Arc::new(AtomicU64::new(0));
+            let c = control.clone();
+            let _control = node
+                .create_timer_repeating(Duration::from_millis(2), move || {
+                    c.fetch_add(1, Ordering::SeqCst);
+                })
+                .unwrap();
+            let switched = std::sync::atomic::AtomicBool::new(false);
+            let barrier = std::sync::Barrier::new(2);
+            let mut timers = Vec::new();
+            std::thread::scope(|r| {
+                r.spawn(|| {
+                    barrier.wait();
+                    node.set_parameter("use_sim_time", true).unwrap();
+                    switched.store(true, Ordering::SeqCst);
+                });
+                barrier.wait();
+                // Timers created before, during and after the switch.
+                let mut after = 0;
+                while after < 5 {
+                    if switched.load(Ordering::SeqCst) {
+                        after += 1;
+                    }
+                    let count = Arc::new(AtomicU64::new(0));
+                    let c = count.clone();
+                    let timer = node
+                        .create_timer_repeating(Duration::from_millis(2).node_time(), move || {
+                            c.fetch_add(1, Ordering::SeqCst);
+                        })
+                        .unwrap();
+                    timers.push((timer, count));
+                }
+            });
+            let at_switch: Vec<u64> = timers
+                .iter()
+                .map(|(_, c)| c.load(Ordering::SeqCst))
+                .collect();
+            let window = control.load(Ordering::SeqCst) + 10;
+            wait_until("the steady timer stopped", || {
+                control.load(Ordering::SeqCst) >= window
+            });
+            let stuck = timers
+                .iter()
+                .zip(&at_switch)
+                .filter(|((_, c), &before)| c.load(Ordering::SeqCst) - before > 2)
+                .count();
+            if stuck > 0 {
+                stuck_rounds.push((round, stuck, timers.len()));
+            }
+        }
+        let _ = stop_tx.send(());
+    });
+    assert!(
+        stuck_rounds.is_empty(),
+        "timers kept firing on the wall while /clock was silent in {} of {ROUNDS} rounds \
+         (round, timers stuck, timers created): {stuck_rounds:?}",
+        stuck_rounds.len()
+    );
 }

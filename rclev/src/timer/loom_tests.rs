@@ -8,7 +8,8 @@
 //! - A timer's drop racing the worker firing it, on the real `TimerCore` run by the real worker
 //!   loop; a mode change racing the worker running the old arming's tick while the real
 //!   scheduler loop hands over the new arming's first one (a one-shot that was lost).
-//! - The simulated-time lanes: a `/clock` advance racing a re-arm or a removal.
+//! - The simulated-time lanes: a `/clock` advance racing a re-arm or a removal; a ROS-time
+//!   timer's creation racing the switch to simulated time.
 
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use super::entry::{Stamp, TimerTick};
 use super::heap::SimTime;
 use super::scheduler::SchedulerCore;
-use super::{create_timer, IntoTimerCallback, TimerKind, TimerPrecision};
+use super::{create_timer, IntoTimerCallback, IntoTimerOptions, TimerKind, TimerPrecision};
 use crate::executor::dispatch::EntityDispatch;
 use crate::executor::mailbox::{MailItem, Mailbox};
 use crate::executor::ExecutorShared;
@@ -467,4 +468,40 @@ fn loom_a_mode_change_racing_a_tick_never_loses_the_new_oneshot() {
             drop(timer);
         },
     );
+}
+
+/// Issue 24 (and defect 11 before it): a ROS-time timer created while another thread switches
+/// simulation time on must end up on simulated time, on the real code: `create_timer` on a
+/// worker whose node clock has a time source, racing `RosTimeSource::set_sim_active(true)`.
+/// The timer either exists (registered) before the switch looks at its timers, and is moved,
+/// or is created after it, on the simulated lane. It failed with the timer choosing its lane
+/// and registering outside the source's `change` lock (`hold_time_base`): created between
+/// the switch's look at its timers and its flip of the time base, the timer stayed on the
+/// wall, moved by neither side.
+#[test]
+fn loom_a_timer_created_during_a_switch_to_sim_time_follows_it() {
+    let handle = idle_runtime();
+    check("timer creation vs sim-time switch", None, move || {
+        let exec = ExecutorShared::for_model(handle.clone());
+        let sched = exec.timers().core.clone();
+        let sink: std::sync::Weak<dyn crate::clock::SimTimeSink> = Arc::downgrade(&sched) as _;
+        let source = Arc::new(crate::clock::RosTimeSource::new(Some(sink)));
+        let clock = crate::clock::Clock::from_source(source.clone(), exec.life().clone());
+        let worker = WorkerCore::for_model_with_clock(&exec, clock);
+        let s = source.clone();
+        let switcher = loom::thread::spawn(move || s.set_sim_active(true));
+        let timer = create_timer(
+            &worker,
+            Duration::from_millis(2).node_time(),
+            TimerKind::Repeating((|| {}).into_timer_callback()),
+        )
+        .unwrap();
+        switcher.join().unwrap();
+        assert!(source.is_sim_active());
+        assert!(
+            matches!(*lock(&timer.core.lane), super::core::Lane::Sim(_)),
+            "a timer created during the switch stayed on the wall"
+        );
+        drop(timer);
+    });
 }

@@ -332,16 +332,30 @@ fn halt_spinning_from_a_callback() {
 
 type Intervals = Arc<Mutex<Vec<(Instant, Instant)>>>;
 
+/// A guard whose callback logs its interval. With `meet`, the callback waits (at most 20 s)
+/// until every callback sharing `meet` has started, which only callbacks running in parallel
+/// can do: they then overlap however late the host lets each start. Without, it takes 150 ms.
 fn slow_guard<P: Send + 'static>(
     worker: &rclev::Worker<P>,
     log: &Intervals,
     sem: &Arc<Semaphore>,
+    meet: Option<Arc<AtomicUsize>>,
 ) -> rclev::GuardCondition {
     let (log, sem) = (log.clone(), sem.clone());
     worker
         .create_guard_condition(move |_payload: &mut P| {
             let start = Instant::now();
-            std::thread::sleep(Duration::from_millis(150));
+            match &meet {
+                Some(started) => {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    while started.load(Ordering::SeqCst) < 2
+                        && start.elapsed() < Duration::from_secs(20)
+                    {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                None => std::thread::sleep(Duration::from_millis(150)),
+            }
             log.lock().unwrap().push((start, Instant::now()));
             sem.add_permits(1);
         })
@@ -365,7 +379,11 @@ fn workers_run_in_parallel_but_one_worker_is_serial() {
 
     let log: Intervals = Arc::default();
     let sem = Arc::new(Semaphore::new(0));
-    let (g1, g2) = (slow_guard(&w1, &log, &sem), slow_guard(&w2, &log, &sem));
+    let meet = Arc::new(AtomicUsize::new(0));
+    let (g1, g2) = (
+        slow_guard(&w1, &log, &sem, Some(meet.clone())),
+        slow_guard(&w2, &log, &sem, Some(meet)),
+    );
     g1.trigger();
     g2.trigger();
     spin_until(&executor, count_to(&sem, 2));
@@ -375,7 +393,10 @@ fn workers_run_in_parallel_but_one_worker_is_serial() {
     );
 
     let log: Intervals = Arc::default();
-    let (g1, g2) = (slow_guard(&w1, &log, &sem), slow_guard(&w1, &log, &sem));
+    let (g1, g2) = (
+        slow_guard(&w1, &log, &sem, None),
+        slow_guard(&w1, &log, &sem, None),
+    );
     g1.trigger();
     g2.trigger();
     spin_until(&executor, count_to(&sem, 2));
@@ -426,15 +447,21 @@ fn worker_creates_every_entity_a_node_does() {
     let out = Arc::new(Mutex::new(None));
     let (o, w) = (out.clone(), worker.clone());
     spin_until(&executor, async move {
-        // The one-shot timer is due after 1 ms.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let log = w.run(|log: &mut Vec<String>| log.clone());
+        // The one-shot timer is due after 1 ms, and the host may be slow to run it: the payload
+        // is read until its entry is there (with the other two, queued before the spin).
+        let log = loop {
+            let log = w.run(|log: &mut Vec<String>| log.clone()).await.unwrap();
+            if log.len() >= 3 {
+                break log;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
         let sum = client
             .call(AddTwoIntsRequest { a: 2, b: 3 })
             .await
             .unwrap()
             .sum;
-        *o.lock().unwrap() = Some((sum, log.await.unwrap()));
+        *o.lock().unwrap() = Some((sum, log));
     });
     let (sum, mut log) = out.lock().unwrap().take().unwrap();
     log.sort();
@@ -552,39 +579,43 @@ fn idle_executor_makes_no_wakeups() {
         .create_subscription::<Int64, _>("nothing", |_| {})
         .unwrap();
     let _service = add_service(&node);
-    let _worker = node.create_worker(0u8).unwrap();
+    let worker = node.create_worker(0u8).unwrap();
     let (guard, count, _n) = guard_counter(&executor);
-    let commands = executor.commands();
-    let sampler = std::thread::spawn(move || {
-        // Let the spin settle, then count over an idle interval.
-        std::thread::sleep(Duration::from_millis(100));
-        guard.trigger();
-        std::thread::sleep(Duration::from_millis(100));
-        (guard, commands)
-    });
-    let stats_thread = {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let before_after = Arc::new(Mutex::new(None));
-        let ba = before_after.clone();
-        let exec = &executor;
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                std::thread::sleep(Duration::from_millis(300));
-                let before = exec.stats();
-                std::thread::sleep(Duration::from_millis(500));
-                let after = exec.stats();
-                *ba.lock().unwrap() = Some((before, after));
-                tx.send(()).unwrap();
-                exec.commands().halt_spinning();
-            });
-            let _ = exec.spin(SpinOptions::default().timeout(Duration::from_secs(10)));
+    // One guard on each of the executor's workers (the nodes' and the extra one): once all three
+    // callbacks have run during the spin, every worker has been woken by the spin's start, has
+    // run its work and parks; from then on the executor is idle (observed, not waited for).
+    let ran = Arc::new(AtomicUsize::new(0));
+    let (r1, r2) = (ran.clone(), ran.clone());
+    let idle_guard = node
+        .create_guard_condition(move || {
+            r1.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let worker_guard = worker
+        .create_guard_condition(move |_: &mut u8| {
+            r2.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let exec = &executor;
+    let (before, after) = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            guard.trigger();
+            idle_guard.trigger();
+            worker_guard.trigger();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while count.load(Ordering::SeqCst) < 1 || ran.load(Ordering::SeqCst) < 2 {
+                assert!(Instant::now() < deadline, "the guards' callbacks never ran");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let before = exec.stats();
+            std::thread::sleep(Duration::from_millis(500));
+            let after = exec.stats();
+            exec.commands().halt_spinning();
+            (before, after)
         });
-        rx.recv().unwrap();
-        let x = before_after.lock().unwrap().take().unwrap();
-        x
-    };
-    let _ = sampler.join().unwrap();
-    let (before, after) = stats_thread;
+        let _ = exec.spin(SpinOptions::default().timeout(Duration::from_secs(30)));
+        sampler.join().unwrap()
+    });
     assert_eq!(count.load(Ordering::SeqCst), 1);
     assert!(before.worker_wakeups > 0, "the counter does not count");
     assert_eq!(before, after, "an idle executor woke up");
@@ -656,18 +687,25 @@ fn no_async_callback_resumes_after_shutdown_returned() {
     let down = Arc::new(AtomicBool::new(false));
     let late = Arc::new(AtomicUsize::new(0));
     let first_polls = Arc::new(AtomicUsize::new(0));
+    let resumed = Arc::new(AtomicUsize::new(0));
     let (go_tx, go_rx) = tokio::sync::watch::channel(false);
-    let (d, l, p) = (down.clone(), late.clone(), first_polls.clone());
+    let (d, l, p, r) = (
+        down.clone(),
+        late.clone(),
+        first_polls.clone(),
+        resumed.clone(),
+    );
     let _sub = node
         .create_async_subscription::<Int64, _, _>(
             "probe".qos(QoSProfile::default().keep_all()),
             move |_m| {
-                let (d, l, p) = (d.clone(), l.clone(), p.clone());
+                let (d, l, p, r) = (d.clone(), l.clone(), p.clone(), r.clone());
                 let mut rx = go_rx.clone();
                 async move {
                     p.fetch_add(1, Ordering::SeqCst);
                     let _ = rx.wait_for(|go| *go).await;
                     // Resumed: user code runs again.
+                    r.fetch_add(1, Ordering::SeqCst);
                     if d.load(Ordering::SeqCst) {
                         l.fetch_add(1, Ordering::SeqCst);
                     }
@@ -691,7 +729,15 @@ fn no_async_callback_resumes_after_shutdown_returned() {
         std::thread::sleep(Duration::from_millis(1));
     }
     go_tx.send(true).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    // Shut down while the first resumed poll runs (its 300 ms), the second one woken too.
+    let started = Instant::now();
+    while resumed.load(Ordering::SeqCst) < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no callback resumed"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
     executor.shutdown();
     down.store(true, Ordering::SeqCst);
     let _ = spinner.join();

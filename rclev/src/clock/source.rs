@@ -14,7 +14,9 @@ use std::task::Waker;
 use std::time::Duration;
 
 use super::system_nanos;
-use crate::sync::lock;
+// The source's locks and the thread-local beside them are the facade's, so a loom model can
+// race a timer's creation against a switch of the time base (`timer/loom_tests.rs`).
+use crate::sync::{lock, model_lock, Mutex as ModelMutex, MutexGuard as ModelMutexGuard};
 
 /// Shutdown signal shared by an executor and the clocks of its nodes, so sleeps end on
 /// shutdown.
@@ -154,7 +156,7 @@ struct SourceInner {
 
 static NEXT_LANE: AtomicU64 = AtomicU64::new(1);
 
-thread_local! {
+crate::sync::thread_local! {
     /// Lanes of the sources whose `change` lock this thread holds, i.e. whose jump callbacks
     /// may be running on it. Switching such a source's time base from a jump callback would
     /// take the non-reentrant lock twice; it is refused instead (see `changing_here`).
@@ -164,7 +166,7 @@ thread_local! {
 /// Holds a source's `change` lock and marks it as changing on this thread.
 struct ChangeGuard<'a> {
     lane: u64,
-    _serial: std::sync::MutexGuard<'a, ()>,
+    _serial: ModelMutexGuard<'a, ()>,
 }
 
 impl Drop for ChangeGuard<'_> {
@@ -206,9 +208,9 @@ pub(crate) struct RosTimeSource {
     /// Bumped whenever sleepers must re-check (activation changes, shutdown).
     generation: AtomicU64,
     sched: Option<Weak<dyn SimTimeSink>>,
-    inner: Mutex<SourceInner>,
+    inner: ModelMutex<SourceInner>,
     /// Serialises time changes so jump callbacks see them in order.
-    change: Mutex<()>,
+    change: ModelMutex<()>,
     /// Where a panicking jump callback is reported (the executor's error list and handler);
     /// set once by the node that owns the source.
     reporter: std::sync::OnceLock<Reporter>,
@@ -225,8 +227,8 @@ impl RosTimeSource {
             sim_now: AtomicI64::new(0),
             generation: AtomicU64::new(0),
             sched,
-            inner: Mutex::new(SourceInner::default()),
-            change: Mutex::new(()),
+            inner: ModelMutex::new(SourceInner::default()),
+            change: ModelMutex::new(()),
             reporter: std::sync::OnceLock::new(),
         }
     }
@@ -261,7 +263,7 @@ impl RosTimeSource {
     }
 
     fn begin_change(&self) -> ChangeGuard<'_> {
-        let serial = lock(&self.change);
+        let serial = model_lock(&self.change);
         CHANGING.with(|c| c.borrow_mut().push(self.lane));
         ChangeGuard {
             lane: self.lane,
@@ -279,12 +281,12 @@ impl RosTimeSource {
     /// under it picks its lane and registers for switches as one step, so a concurrent
     /// `set_sim_active` either sees it registered or happens before it looks. `None` when this
     /// thread is already inside a change of this source (a jump callback), which holds it.
-    pub(crate) fn hold_time_base(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
-        (!self.changing_here()).then(|| lock(&self.change))
+    pub(crate) fn hold_time_base(&self) -> Option<ModelMutexGuard<'_, ()>> {
+        (!self.changing_here()).then(|| model_lock(&self.change))
     }
 
     pub(crate) fn register_timer(&self, timer: Weak<dyn TimeBaseFollower>) {
-        let mut inner = lock(&self.inner);
+        let mut inner = model_lock(&self.inner);
         inner.timers.retain(|w| w.strong_count() > 0);
         inner.timers.push(timer);
     }
@@ -300,14 +302,14 @@ impl RosTimeSource {
             pre: Mutex::new(pre),
             post: Mutex::new(post),
         });
-        let mut inner = lock(&self.inner);
+        let mut inner = model_lock(&self.inner);
         inner.jumps.retain(|w| w.strong_count() > 0);
         inner.jumps.push(Arc::downgrade(&entry));
         JumpHandle { _entry: entry }
     }
 
     fn jump_entries(&self, jump: &TimeJump) -> Vec<Arc<JumpEntry>> {
-        lock(&self.inner)
+        model_lock(&self.inner)
             .jumps
             .iter()
             .filter_map(Weak::upgrade)
@@ -355,7 +357,7 @@ impl RosTimeSource {
         };
         let entries = self.jump_entries(&jump);
         self.call_jumps(&entries, &jump, true);
-        let timers: Vec<_> = lock(&self.inner)
+        let timers: Vec<_> = model_lock(&self.inner)
             .timers
             .iter()
             .filter_map(Weak::upgrade)
@@ -399,7 +401,7 @@ impl RosTimeSource {
 
     fn wake_sleepers_until(&self, nanos: i64) {
         let woken: Vec<Waker> = {
-            let mut inner = lock(&self.inner);
+            let mut inner = model_lock(&self.inner);
             let later = inner.sleepers.split_off(&(nanos.saturating_add(1), 0));
             std::mem::replace(&mut inner.sleepers, later)
                 .into_values()
@@ -412,7 +414,7 @@ impl RosTimeSource {
 
     pub(crate) fn wake_all_sleepers(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
-        let woken: Vec<Waker> = std::mem::take(&mut lock(&self.inner).sleepers)
+        let woken: Vec<Waker> = std::mem::take(&mut model_lock(&self.inner).sleepers)
             .into_values()
             .collect();
         for w in woken {
@@ -429,7 +431,7 @@ impl RosTimeSource {
         generation: u64,
         waker: &Waker,
     ) -> Option<(i64, u64)> {
-        let mut inner = lock(&self.inner);
+        let mut inner = model_lock(&self.inner);
         // Re-checked under the lock `set_sim_time` takes to wake sleepers.
         if self.sim_now() >= until || self.generation() != generation {
             return None;
@@ -443,6 +445,6 @@ impl RosTimeSource {
     }
 
     pub(crate) fn remove_sleeper(&self, key: (i64, u64)) {
-        lock(&self.inner).sleepers.remove(&key);
+        model_lock(&self.inner).sleepers.remove(&key);
     }
 }

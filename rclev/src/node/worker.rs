@@ -42,8 +42,17 @@ impl WorkerCore {
 impl WorkerCore {
     /// A worker for the loom models: the real core over `exec`, with a mailbox that is not
     /// registered with the executor and no task; the model runs `run_worker` on the mailbox
-    /// itself. Its node's ROS clock is a steady clock: the models use no simulated time here.
+    /// itself. Its node's ROS clock is a steady clock: these models use no simulated time.
     pub(crate) fn for_model(exec: &Arc<ExecutorShared>) -> Arc<Self> {
+        Self::for_model_with_clock(exec, crate::clock::Clock::steady())
+    }
+
+    /// [`for_model`](Self::for_model) whose node has `clock` as its ROS clock (a clock with a
+    /// time source, for the models that switch simulation time).
+    pub(crate) fn for_model_with_clock(
+        exec: &Arc<ExecutorShared>,
+        clock: crate::clock::Clock,
+    ) -> Arc<Self> {
         Arc::new(Self {
             mailbox: Arc::new(Mailbox::default()),
             exec: exec.clone(),
@@ -58,7 +67,7 @@ impl WorkerCore {
                     .expect("the in-process transport registers any node"),
                 name: "model".into(),
                 namespace: "/".into(),
-                clock: crate::clock::Clock::steady(),
+                clock,
                 life: exec.life().clone(),
                 types: Default::default(),
             }),

@@ -116,9 +116,12 @@ impl Default for Pacing {
 /// its own timer's mode (`set_oneshot` from inside the callback) without deadlocking; it is
 /// put back only if no new callback was installed meanwhile (`version` unchanged).
 ///
-/// Lock order: `callback`, then `lane`, then the scheduler's state. `change()` re-arms and
-/// swaps the callback under `callback`, and `execute` takes the tick under it too, so a tick
-/// is always run by the callback of the schedule it belongs to.
+/// Lock order: `callback`, then `lane`, then the scheduler's state. Every stop
+/// ([`TimerCore::stop`]: `change()`, `reset`, `cancel`, the drop) re-arms or removes the timer,
+/// swaps the callback and bumps `stops` under `callback`, and `execute` notes `stops` and takes
+/// the tick under it too, so a tick is always run by the callback of the schedule it belongs
+/// to, and is stopped only by stops that came after it was taken. The worker holds `callback`
+/// only to take the tick and to put the callback back, never while it waits or calls back.
 pub(super) struct CallbackSlot {
     /// `None` while the worker runs it, and for an inert timer.
     pub(super) callback: Option<Callback<TimerInfo>>,
@@ -244,10 +247,39 @@ fn far_instant(at: Instant, d: Duration) -> Instant {
 }
 
 impl TimerCore {
-    /// Ends every tick taken so far: none of them starts its callback after this returns.
-    pub(super) fn stop_taken_ticks(&self) {
+    /// A stop: `publish` re-arms, cancels or removes the timer (raising its floor under the
+    /// scheduler lock, see `entry.rs`) and may swap the callback; then every tick taken before
+    /// ends: none of them starts its callback after this returns (a call already running is
+    /// waited for, unless this is that call's own worker).
+    ///
+    /// `publish` and the `stops` bump happen as one step under the `callback` lock, and the
+    /// worker notes `stops` and takes its tick as one step under that lock too (`execute`).
+    /// So the tick a worker takes and the count it notes lie on the same side of every stop:
+    ///
+    /// - taken before: the tick is of the old arming (or the old callback's), the count is
+    ///   from before the bump, and the start fence either sees the bump and skips the call, or
+    ///   makes this stop wait in the gate until the call has returned;
+    /// - taken after: the floor is already raised, so a tick of the old arming is not
+    ///   current and is discarded, and a tick of the new arming carries the bumped count and
+    ///   runs.
+    ///
+    /// Bumping after releasing the lock (as this once did) lost ticks: a worker could note the
+    /// count before a `set_oneshot`, take the new arming's first tick with the new callback
+    /// (handed over between the re-arm and the bump), and then see the bump and skip the call;
+    /// the one-shot, spent, never fired (issue 24; the loom model
+    /// `loom_a_mode_change_racing_a_tick_never_loses_the_new_oneshot`). Bumping before
+    /// `publish` would instead let a worker that noted the new count still take a tick of the
+    /// old arming before the floor rose, and run it after the stop returned.
+    ///
+    /// Returns what `publish` returned, after the wait (a replaced callback is dropped there,
+    /// outside the locks).
+    pub(super) fn stop<R>(&self, publish: impl FnOnce(&mut CallbackSlot) -> R) -> R {
+        let mut slot = lock(&self.callback);
+        let published = publish(&mut slot);
         self.stops.fetch_add(1, Ordering::SeqCst);
+        drop(slot);
         self.gate.wait_out(self.worker.is_current());
+        published
     }
 
     /// The number of the simulated clock's lane. Asked only while the timer is in
@@ -347,21 +379,22 @@ impl TimerCore {
     }
 
     pub(super) fn change(&self, mode: u8, callback: Option<Callback<TimerInfo>>) {
-        let mut slot = lock(&self.callback);
-        // Re-arming raises the tick floor, so a tick handed over (or in flight) under the old
-        // mode is discarded: the new mode starts at the next deadline.
-        let period = heap_period(mode, self.period);
-        let delay = match self.time_until_next_call() {
-            Some(d) => Some(d),
-            None if self.is_canceled() => None,
-            None => Some(self.period),
-        };
-        self.arm_in(delay, Some(period));
-        slot.callback = callback;
-        slot.version += 1;
-        self.mode.store(mode, Ordering::Release);
-        drop(slot);
-        self.stop_taken_ticks();
+        let replaced = self.stop(|slot| {
+            // Re-arming raises the tick floor, so a tick handed over (or in flight) under the
+            // old mode is discarded: the new mode starts at the next deadline.
+            let period = heap_period(mode, self.period);
+            let delay = match self.time_until_next_call() {
+                Some(d) => Some(d),
+                None if self.is_canceled() => None,
+                None => Some(self.period),
+            };
+            self.arm_in(delay, Some(period));
+            slot.version += 1;
+            self.mode.store(mode, Ordering::Release);
+            std::mem::replace(&mut slot.callback, callback)
+        });
+        // The old callback (user code, in its destructor) is dropped outside the timer's locks.
+        drop(replaced);
     }
 }
 

@@ -21,25 +21,36 @@ const MAX_ALARM_MARGIN: Duration = Duration::from_micros(100);
 /// The worker runs this when the timer's mailbox entry comes up.
 impl Executable for TimerCore {
     fn execute(&self, cx: &mut ExecContext<'_>) {
-        // Noted before the tick is taken: a stop after this point ends the tick even if
-        // `take_tick` still saw the old state.
-        let stops = self.stops.load(Ordering::SeqCst);
-        let (info, mut callback, version) = {
+        let (stamp, stops, missed_ticks, mut callback, version) = {
             let mut slot = lock(&self.callback);
-            let Some((mut info, stamp)) = self.take_tick(cx) else {
+            // Noted with the take, as one step under the lock in which every stop re-arms (or
+            // removes) and bumps `stops` (`TimerCore::stop`): a stop after this take ends the
+            // tick, and the stop that armed the tick's own schedule does not.
+            let stops = self.stops.load(Ordering::SeqCst);
+            let Some(stamp) = self.take_tick(cx) else {
                 return;
             };
-            info.missed_ticks = self.missed_before(stamp, slot.last_stamp);
+            let missed_ticks = self.missed_before(stamp, slot.last_stamp);
             slot.last_stamp = stamp;
-            (info, slot.callback.take(), slot.version)
+            (
+                stamp,
+                stops,
+                missed_ticks,
+                slot.callback.take(),
+                slot.version,
+            )
+        };
+        // Outside the lock: a stop does not wait for the busy-wait to the deadline.
+        let info = TimerInfo {
+            missed_ticks,
+            ..self.call_times(stamp)
         };
         self.last_call
             .store(info.actual_call_time.nanos, Ordering::Release);
         // Inert (no callback): no call.
         if let Some(cb) = callback.as_mut() {
-            // A drop raised the floor (under the scheduler lock) before it bumped `stops`: a
-            // tick noted after the bump was refused by `take_tick`, one noted before is
-            // refused here.
+            // A stop after the take bumped `stops` (before or during the busy-wait, or while
+            // the fence is raised): the call is refused, or the stop waits for it in the gate.
             let not_stopped = || self.stops.load(Ordering::SeqCst) == stops;
             let _ = cb.call(
                 cx,
@@ -219,10 +230,9 @@ impl TimerCore {
             .store(next.clamp(0, cap) as u64, Ordering::Relaxed);
     }
 
-    /// Takes the handed-over tick and works out its call times (all but `missed_ticks`); `None`
-    /// if there is none, or if it was left waiting on the worker's alarm. Returns the tick's
-    /// stamp too.
-    fn take_tick(&self, cx: &mut ExecContext<'_>) -> Option<(TimerInfo, Stamp)> {
+    /// Takes the handed-over tick (called under the `callback` lock); `None` if there is none,
+    /// if it is not current, or if it was left waiting on the worker's alarm.
+    fn take_tick(&self, cx: &mut ExecContext<'_>) -> Option<Stamp> {
         if self.defer_to_alarm(cx) {
             return None;
         }
@@ -231,9 +241,15 @@ impl TimerCore {
         if stamp == Stamp::NONE || self.is_canceled() || !self.tick.is_current(stamp) {
             return None;
         }
+        Some(stamp)
+    }
+
+    /// The call times of the tick stamped `stamp` (all but `missed_ticks`): a wall tick is
+    /// busy-waited to its deadline first, as it may come up to the hand-off lead early.
+    fn call_times(&self, stamp: Stamp) -> TimerInfo {
         if stamp.is_sim() {
             // Simulated time: handed over when `/clock` passed the deadline, never early.
-            let info = TimerInfo {
+            return TimerInfo {
                 expected_call_time: Time {
                     nanos: stamp.nanos() as i64,
                     clock_type: ClockType::RosTime,
@@ -241,7 +257,6 @@ impl TimerCore {
                 actual_call_time: self.clock.now(),
                 missed_ticks: 0,
             };
-            return Some((info, stamp));
         }
         let expected = self.sched.wall_deadline(stamp);
         // Ticks are handed over up to the hand-off lead early; never call back before the
@@ -268,11 +283,10 @@ impl TimerCore {
         } else {
             self.clock.now()
         };
-        let info = TimerInfo {
+        TimerInfo {
             expected_call_time: self.wall_time(expected, now, clock_now),
             actual_call_time: self.wall_time(now, now, clock_now),
             missed_ticks: 0,
-        };
-        Some((info, stamp))
+        }
     }
 }

@@ -6,8 +6,10 @@
 //!   of these models passes only if every interleaving of "register a timer" with "decide to
 //!   sleep, then sleep" ends with the tick delivered.
 //! - A timer's drop racing the worker firing it, on the real `TimerCore` run by the real worker
-//!   loop.
-//! - The simulated-time lanes: a `/clock` advance racing a re-arm or a removal.
+//!   loop; a mode change racing the worker running the old arming's tick while the real
+//!   scheduler loop hands over the new arming's first one (a one-shot that was lost).
+//! - The simulated-time lanes: a `/clock` advance racing a re-arm or a removal; a ROS-time
+//!   timer's creation racing the switch to simulated time.
 
 use std::time::{Duration, Instant};
 
@@ -16,13 +18,13 @@ use std::sync::Arc;
 use super::entry::{Stamp, TimerTick};
 use super::heap::SimTime;
 use super::scheduler::SchedulerCore;
-use super::{create_timer, IntoTimerCallback, TimerKind, TimerPrecision};
+use super::{create_timer, IntoTimerCallback, IntoTimerOptions, TimerKind, TimerPrecision};
 use crate::executor::dispatch::EntityDispatch;
 use crate::executor::mailbox::{MailItem, Mailbox};
 use crate::executor::ExecutorShared;
 use crate::loom_model::{check, idle_runtime, spawn_worker};
 use crate::node::WorkerCore;
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{model_lock as lock, AtomicBool, Condvar, Mutex, Ordering};
 use loom::sync::atomic::AtomicI64;
 
 fn tick() -> Arc<TimerTick> {
@@ -404,5 +406,102 @@ fn loom_worker_pull_racing_a_rearm() {
         let v = victim.clone();
         core.run_while(|_| !(holds_current(&v) && v.due.load(Ordering::Acquire) >= new_stamp));
         assert_new_tick_waits(&victim, new_stamp);
+    });
+}
+
+/// Issue 24, "a one-shot timer can be lost", on the real code: a mode change (`set_oneshot`)
+/// races the real worker loop running the real `TimerCore::execute` for a tick of the previous
+/// arming, and the real scheduler loop handing over the new arming's first tick. The new
+/// one-shot must fire exactly once: the main thread waits for its call (a call that never comes
+/// leaves every thread blocked, which loom reports as a deadlock).
+///
+/// It failed while the worker noted `stops` before taking the callback lock and `change` bumped
+/// it after releasing that lock: a worker that noted the count before the change, then took
+/// the new arming's tick (handed over between the change's re-arm and its bump) with the new
+/// callback, saw the bump afterwards and dropped the call, and the spent one-shot never came
+/// back.
+#[test]
+fn loom_a_mode_change_racing_a_tick_never_loses_the_new_oneshot() {
+    let handle = idle_runtime();
+    check(
+        "timer mode change vs tick (real TimerCore)",
+        Some(3),
+        move || {
+            let exec = ExecutorShared::for_model(handle.clone());
+            let worker = WorkerCore::for_model(&exec);
+            let sched = exec.timers().core.clone();
+            // The first arming: a one-shot due at once, its tick handed over before the threads
+            // start, so the worker runs it while the mode changes.
+            let timer = create_timer(
+                &worker,
+                Duration::ZERO,
+                TimerKind::OneShot((|| {}).into_timer_callback()),
+            )
+            .unwrap();
+            sched.run_while(|delivered| delivered == 0);
+            // The new arming's deadline must lie after the old tick's (a re-arm at the very same
+            // instant keeps that tick current, and then it is the new arming's).
+            let old = sched.wall_deadline(timer.core.tick.due.load(Ordering::Acquire));
+            while Instant::now() <= old {
+                std::hint::spin_loop();
+            }
+
+            let running = spawn_worker(&exec, &worker.mailbox);
+            let s = sched.clone();
+            let scheduler = loom::thread::spawn(move || s.run_while(|delivered| delivered == 0));
+            let fired = Arc::new((Mutex::new(0u64), Condvar::new()));
+            let f = fired.clone();
+            timer.set_oneshot(move || {
+                *lock(&f.0) += 1;
+                f.1.notify_all();
+            });
+            scheduler.join().unwrap();
+            {
+                let mut calls = lock(&fired.0);
+                while *calls == 0 {
+                    calls = fired.1.wait(calls).unwrap();
+                }
+            }
+            worker.mailbox.close();
+            running.join().unwrap();
+            assert_eq!(*lock(&fired.0), 1, "the one-shot fired twice");
+            drop(timer);
+        },
+    );
+}
+
+/// Issue 24 (and defect 11 before it): a ROS-time timer created while another thread switches
+/// simulation time on must end up on simulated time, on the real code: `create_timer` on a
+/// worker whose node clock has a time source, racing `RosTimeSource::set_sim_active(true)`.
+/// The timer either exists (registered) before the switch looks at its timers, and is moved,
+/// or is created after it, on the simulated lane. It failed with the timer choosing its lane
+/// and registering outside the source's `change` lock (`hold_time_base`): created between
+/// the switch's look at its timers and its flip of the time base, the timer stayed on the
+/// wall, moved by neither side.
+#[test]
+fn loom_a_timer_created_during_a_switch_to_sim_time_follows_it() {
+    let handle = idle_runtime();
+    check("timer creation vs sim-time switch", None, move || {
+        let exec = ExecutorShared::for_model(handle.clone());
+        let sched = exec.timers().core.clone();
+        let sink: std::sync::Weak<dyn crate::clock::SimTimeSink> = Arc::downgrade(&sched) as _;
+        let source = Arc::new(crate::clock::RosTimeSource::new(Some(sink)));
+        let clock = crate::clock::Clock::from_source(source.clone(), exec.life().clone());
+        let worker = WorkerCore::for_model_with_clock(&exec, clock);
+        let s = source.clone();
+        let switcher = loom::thread::spawn(move || s.set_sim_active(true));
+        let timer = create_timer(
+            &worker,
+            Duration::from_millis(2).node_time(),
+            TimerKind::Repeating((|| {}).into_timer_callback()),
+        )
+        .unwrap();
+        switcher.join().unwrap();
+        assert!(source.is_sim_active());
+        assert!(
+            matches!(*lock(&timer.core.lane), super::core::Lane::Sim(_)),
+            "a timer created during the switch stayed on the wall"
+        );
+        drop(timer);
     });
 }

@@ -145,18 +145,20 @@ impl TimerState {
     /// Restarts the period from now (re-arming a cancelled or spent timer).
     pub fn reset(&self) {
         let t = &self.core;
-        t.canceled.store(false, Ordering::Release);
-        t.arm_in(Some(t.period), None);
-        t.stop_taken_ticks();
+        t.stop(|_| {
+            t.canceled.store(false, Ordering::Release);
+            t.arm_in(Some(t.period), None);
+        });
     }
 
     /// Stops the timer until [`reset`](Self::reset). A tick already handed to the worker is
     /// dropped too.
     pub fn cancel(&self) {
         let t = &self.core;
-        t.canceled.store(true, Ordering::SeqCst);
-        t.arm_in(None, None);
-        t.stop_taken_ticks();
+        t.stop(|_| {
+            t.canceled.store(true, Ordering::SeqCst);
+            t.arm_in(None, None);
+        });
     }
 
     /// Whether the timer is cancelled.
@@ -229,17 +231,16 @@ impl TimerState {
 impl Drop for TimerState {
     fn drop(&mut self) {
         let t = &self.core;
-        // First, so the scheduler can no longer pick this timer up.
-        {
+        // Out of the scheduler, so it can no longer pick this timer up; then a tick the worker
+        // holds right now (it may be executing this very timer) is stopped.
+        t.stop(|_| {
             let lane = lock(&t.lane);
             t.dropped.store(true, Ordering::SeqCst);
             match *lane {
                 Lane::Wall(id) => t.sched.remove(id),
                 Lane::Sim(id) => t.sched.sim_remove(t.sim_lane(), id),
             }
-        }
-        // Then a tick the worker holds right now (it may be executing this very timer).
-        t.stop_taken_ticks();
+        });
     }
 }
 

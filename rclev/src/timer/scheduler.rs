@@ -309,9 +309,10 @@ impl SchedulerCore {
     /// Removes a timer. After this returns the scheduler holds no entry for it and will not
     /// start delivering a new tick for it, and a tick popped before (handed over outside the
     /// lock, possibly after this returns) no longer counts as current: the floor is raised to
-    /// the disarmed sentinel, as for a cancel. `TimerState`'s drop relies on that: its stop
-    /// bump comes after this, so a worker that notes `stops` only after the bump sees the
-    /// raised floor in `take_tick` (and one that noted it before is caught by the bump).
+    /// the disarmed sentinel, as for a cancel. `TimerState`'s drop relies on that: it removes
+    /// and bumps `stops` in one step under the timer's callback lock (`TimerCore::stop`), so a
+    /// worker that takes the tick after it sees the raised floor in `take_tick`, and one that
+    /// took it before is caught by the bump.
     pub(crate) fn remove(&self, id: TimerId) {
         let mut state = lock(&self.state);
         Self::set_floor(&state.heap, id, None);

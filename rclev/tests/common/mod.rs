@@ -30,3 +30,23 @@ pub fn count_to(
         sem.acquire_many(n).await.unwrap().forget();
     }
 }
+
+/// Spins until `reached()` holds (checked every millisecond), failing the test after 20 s
+/// instead of hanging: how tests wait for observable state (a count, a flag) rather than for a
+/// time, which a busy host may stretch arbitrarily.
+pub fn spin_until_state(executor: &Executor, reached: impl Fn() -> bool + Send + 'static) {
+    spin_until(executor, async move {
+        while !reached() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+}
+
+/// Waits (at most 20 s, without spinning) until `reached()` holds, failing with `what`.
+pub fn wait_until(what: &str, reached: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !reached() {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

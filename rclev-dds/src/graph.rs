@@ -324,6 +324,16 @@ impl GraphCache {
         }
     }
 
+    /// Whether the participant of endpoint `gid` is this one or one discovery reports alive.
+    pub fn participant_alive(&self, gid: &Gid) -> bool {
+        self.is_own(&gid.0)
+            || self
+                .state()
+                .participants
+                .keys()
+                .any(|p| p[..12] == gid.0[..12])
+    }
+
     /// How many other participants are alive.
     pub fn participant_count(&self) -> usize {
         self.state().participants.len()

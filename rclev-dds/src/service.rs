@@ -349,6 +349,19 @@ impl ServicePort for DdsService {
                 "service {name:?}: no request {id:?} is waiting for a response"
             ))
         })?;
+        // A client whose participant has left is gone for good (rmw's "GONE"): its requests
+        // still queued are not waited on, a second each, after a flood from it.
+        if let ReplyRoute::RelatedIdentity {
+            reader: Some(reader),
+            ..
+        } = &route
+        {
+            if !self.requests.graph.participant_alive(reader) {
+                return Err(Error::Transport(format!(
+                    "service {name:?}: the client's participant has left; response dropped"
+                )));
+            }
+        }
         if !self.wait_for_client(&route) {
             return Err(Error::Timeout {
                 what: format!("service {name:?}: the client's reply reader to match"),

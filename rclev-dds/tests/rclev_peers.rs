@@ -646,60 +646,72 @@ fn ctrl_c_ends_dds_processes_cleanly() {
     );
 }
 
-#[test]
-fn services_work_between_two_rclev_participants() {
+/// A server and a client on two participants: `calls` concurrent calls with `qos` on both
+/// sides, each answered.
+fn serve_and_call(qos: rclev::QoSProfile, count: i64) {
     use rclev::interfaces::example_interfaces::srv::{
         AddTwoInts, AddTwoInts_Request, AddTwoInts_Response,
     };
+    use rclev::IntoPrimitiveOptions;
+    let server_side = dds_context().create_basic_executor();
+    // Entities work while their node lives: keep both nodes.
+    let adder = server_side.create_node("adder").unwrap();
+    let _service = adder
+        .create_service::<AddTwoInts, _>("add".qos(qos), |r: AddTwoInts_Request| {
+            AddTwoInts_Response { sum: r.a + r.b }
+        })
+        .unwrap();
+    let server_commands = server_side.commands();
+    let server_thread = std::thread::spawn(move || {
+        let errors = server_side.spin(SpinOptions::default().timeout(Duration::from_secs(40)));
+        drop(adder);
+        errors
+    });
+    let client_side = dds_context().create_basic_executor();
+    let caller = client_side.create_node("caller").unwrap();
+    let client = caller.create_client::<AddTwoInts>("add".qos(qos)).unwrap();
+    let sums = Arc::new(Mutex::new(Vec::new()));
+    let s = sums.clone();
+    let commands = client_side.commands();
+    let calls = async move {
+        client
+            .wait_for_service(Some(Duration::from_secs(10)))
+            .await
+            .unwrap();
+        let answers = futures::future::join_all((0..count).map(|i| {
+            client.call_with_timeout(AddTwoInts_Request { a: i, b: 10 }, Duration::from_secs(10))
+        }))
+        .await;
+        *s.lock().unwrap() = answers.into_iter().map(|a| a.unwrap().sum).collect();
+    };
+    let errors = client_side.spin(
+        SpinOptions::default()
+            .until_promise_resolved(calls)
+            .timeout(Duration::from_secs(30)),
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(*sums.lock().unwrap(), (10..10 + count).collect::<Vec<_>>());
+    drop(commands);
+    server_commands.halt_spinning();
+    assert!(server_thread.join().unwrap().is_empty());
+}
+
+#[test]
+fn services_work_between_two_rclev_participants() {
     in_netns(
         "services_work_between_two_rclev_participants",
         Duration::from_secs(60),
-        || {
-            let server_side = dds_context().create_basic_executor();
-            // Entities work while their node lives: keep both nodes.
-            let adder = server_side.create_node("adder").unwrap();
-            let _service = adder
-                .create_service::<AddTwoInts, _>("add", |r: AddTwoInts_Request| {
-                    AddTwoInts_Response { sum: r.a + r.b }
-                })
-                .unwrap();
-            let server_commands = server_side.commands();
-            let server_thread = std::thread::spawn(move || {
-                let errors =
-                    server_side.spin(SpinOptions::default().timeout(Duration::from_secs(20)));
-                drop(adder);
-                errors
-            });
-            let client_side = dds_context().create_basic_executor();
-            let caller = client_side.create_node("caller").unwrap();
-            let client = caller.create_client::<AddTwoInts>("add").unwrap();
-            let sums = Arc::new(Mutex::new(Vec::new()));
-            let s = sums.clone();
-            let commands = client_side.commands();
-            let calls = async move {
-                client
-                    .wait_for_service(Some(Duration::from_secs(10)))
-                    .await
-                    .unwrap();
-                let answers = futures::future::join_all((0..4).map(|i| {
-                    client.call_with_timeout(
-                        AddTwoInts_Request { a: i, b: 10 },
-                        Duration::from_secs(5),
-                    )
-                }))
-                .await;
-                *s.lock().unwrap() = answers.into_iter().map(|a| a.unwrap().sum).collect();
-            };
-            let errors = client_side.spin(
-                SpinOptions::default()
-                    .until_promise_resolved(calls)
-                    .timeout(Duration::from_secs(20)),
-            );
-            assert!(errors.is_empty(), "{errors:?}");
-            assert_eq!(*sums.lock().unwrap(), vec![10, 11, 12, 13]);
-            drop(commands);
-            server_commands.halt_spinning();
-            assert!(server_thread.join().unwrap().is_empty());
-        },
+        || serve_and_call(rclev::QoSProfile::default(), 4),
+    );
+}
+
+/// A KeepAll service leaves requests in Fast DDS's history and its worker takes them on
+/// demand: 200 concurrent calls (twenty times the default depth) are all answered.
+#[test]
+fn a_keep_all_service_answers_every_call() {
+    in_netns(
+        "a_keep_all_service_answers_every_call",
+        Duration::from_secs(90),
+        || serve_and_call(rclev::QoSProfile::default().keep_all(), 200),
     );
 }

@@ -170,11 +170,17 @@ impl RssCurve {
         curve
     }
 
-    /// After the first third of the flood (the histories fill), memory stops growing: the
-    /// last third's peak is within 48 MB of the middle third's. A queue that grows with the
-    /// flood grows it by hundreds of MB (20 → 2,554 MB in 5 s before the fix). `cap_mb`
-    /// bounds the whole curve.
+    /// Memory never goes above `cap_mb` during the flood.
+    fn assert_at_most(&self, cap_mb: f64) {
+        let peak = self.points.iter().map(|p| p.1).fold(0.0, f64::max);
+        assert!(peak <= cap_mb, "{}: over {cap_mb} MB\n{self}", self.what);
+    }
+
+    /// Memory stays under `cap_mb` and stops growing: the last third's peak is within 48 MB of
+    /// the middle third's. For floods that fill no large history, so that a busy host, which
+    /// slows a history's filling, cannot make a bounded curve look like growth.
     fn assert_flat(&self, cap_mb: f64) {
+        self.assert_at_most(cap_mb);
         let n = self.points.len();
         assert!(n >= 6, "{}: too few points", self.what);
         let peak = |range: &[(f64, f64)]| range.iter().map(|p| p.1).fold(0.0, f64::max);
@@ -183,11 +189,6 @@ impl RssCurve {
         assert!(
             last <= middle + 48.0,
             "{}: memory still grows ({middle:.0} → {last:.0} MB)\n{self}",
-            self.what
-        );
-        assert!(
-            peak(&self.points) <= cap_mb,
-            "{}: over {cap_mb} MB\n{self}",
             self.what
         );
     }
@@ -414,8 +415,9 @@ fn a_flooded_keep_all_subscription_pushes_back_instead_of_growing() {
             assert_eq!(seen[0], 1, "the first message was lost");
             assert_eq!(sub.lost_count(), 0);
             // Fast DDS's history holds 5000 samples of 64 KiB (its default resource limit):
-            // ~330 MB, never more.
-            curve.assert_flat(900.0);
+            // ~330 MB, ~410 MB for the process, never more. (How fast it fills depends on
+            // the host: the bound is the check. The code before the fix passed 1.3 GB in 3 s.)
+            curve.assert_at_most(700.0);
         },
     );
 }

@@ -291,6 +291,8 @@ fn parameters_across_rclpy_and_rclev() {
                 ))));
         let out = server.interrupt(PEER_LIMIT);
         assert!(out.contains("param_server: gain=9"), "{out}");
+        // Every event the peer took decoded (one that did not would show its bytes here).
+        assert!(!out.contains("undecodable event"), "{out}");
     });
 }
 

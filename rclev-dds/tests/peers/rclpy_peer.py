@@ -306,18 +306,28 @@ def node_list(node, *expected):
     return 0 if found else 1
 
 
+def spin_until_interrupted(node, secs):
+    """Spins `node` for `secs` seconds, or until Ctrl-C (`Peer::interrupt`) shuts rclpy down."""
+    deadline = time.monotonic() + float(secs)
+    try:
+        while time.monotonic() < deadline and rclpy.ok():
+            rclpy.spin_once(node, timeout_sec=0.05)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        # Ctrl-C shut the context down during a spin: rclpy raises whatever the call it was in
+        # met then ("the given context is not valid" creating its wait timer, seen under load).
+        if rclpy.ok():
+            raise
+
+
 def stay(node, secs):
     """Keeps this node and one more (`/peer_ns/other`, publishing `chatter`) on the graph for
     `secs` seconds."""
     other = rclpy.create_node("other", namespace="/peer_ns")
     other.create_publisher(String, "chatter", 10)
     print("stay: up", flush=True)
-    deadline = time.monotonic() + float(secs)
-    try:
-        while time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.05)
-    except (KeyboardInterrupt, ExternalShutdownException):  # Peer::interrupt: leave now
-        pass
+    spin_until_interrupted(node, secs)
     other.destroy_node()
     print("stay: done")
     return 0
@@ -376,27 +386,28 @@ def param_server(node, secs):
     node.add_on_set_parameters_callback(check)
     from rclpy.serialization import deserialize_message
 
-    # Taken raw and decoded here: an event that does not decode (once seen under heavy load,
-    # as rclpy's own take failing to convert a message) is printed with its bytes, for the
-    # test to show, instead of ending the peer.
+    # Taken raw and decoded here: an event that does not decode is printed with its bytes, for
+    # the test to show. The Ctrl-C that ends this peer comes right after the test's last set,
+    # so it can land while rclpy converts that set's own event (`gain=9`) into Python objects:
+    # the signal's exception, raised in the message's Python constructor, fails the conversion
+    # ("Unable to convert … to a Python type"; 3 of 40 loaded runs). Decoding the same bytes
+    # again tells that from an event that really does not decode.
     def raw_event(raw):
         try:
             e = deserialize_message(raw, ParameterEvent)
-        except Exception as x:
-            print(f"param_server: undecodable event ({x!r}): {raw.hex()}", flush=True)
-            return
+        except Exception:
+            try:
+                e = deserialize_message(raw, ParameterEvent)
+            except Exception as x:
+                print(f"param_server: undecodable event ({x!r}): {raw.hex()}", flush=True)
+                return
         if e.node != node.get_fully_qualified_name() and e.changed_parameters:
             print(f"event from {e.node}: changed "
                   + " ".join(f"{p.name}" for p in e.changed_parameters), flush=True)
 
     node.create_subscription(ParameterEvent, "/parameter_events", raw_event, 10, raw=True)
     print("param_server: up", flush=True)
-    deadline = time.monotonic() + float(secs)
-    try:
-        while time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.05)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    spin_until_interrupted(node, secs)
     print(f"param_server: gain={node.get_parameter('gain').value}")
     return 0
 

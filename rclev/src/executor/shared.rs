@@ -73,10 +73,20 @@ impl ExecutorShared {
     /// is open), as while `spin` runs.
     #[cfg(all(test, rclev_loom))]
     pub(crate) fn for_model(handle: Handle) -> Arc<Self> {
+        Self::for_model_with_precision(handle, crate::timer::TimerPrecision::low_cpu())
+    }
+
+    /// [`for_model`](Self::for_model) whose timers are handed over early by up to
+    /// `precision.handoff_lead` (the models of ticks popped ahead of their deadline).
+    #[cfg(all(test, rclev_loom))]
+    pub(crate) fn for_model_with_precision(
+        handle: Handle,
+        precision: crate::timer::TimerPrecision,
+    ) -> Arc<Self> {
         let options = ExecutorOptions {
             worker_spin: std::time::Duration::ZERO,
             handle_sigint: false,
-            timer_precision: crate::timer::TimerPrecision::low_cpu(),
+            timer_precision: precision,
             ..ExecutorOptions::default()
         };
         let timers = TimerScheduler::without_thread(options.timer_precision.clone());

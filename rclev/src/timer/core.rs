@@ -122,6 +122,11 @@ impl Default for Pacing {
 /// the tick under it too, so a tick is always run by the callback of the schedule it belongs
 /// to, and is stopped only by stops that came after it was taken. The worker holds `callback`
 /// only to take the tick and to put the callback back, never while it waits or calls back.
+///
+/// "The schedule it belongs to" rests on the scheduler's side of the hand-over: a tick enters
+/// `due` under the scheduler lock, in the step that popped it, and the re-arm inside a stop
+/// empties `due` under that lock (`entry.rs`). So at the take, under `callback`, `due` holds
+/// nothing of an arming older than the last stop.
 pub(super) struct CallbackSlot {
     /// `None` while the worker runs it, and for an inert timer.
     pub(super) callback: Option<Callback<TimerInfo>>,
@@ -247,10 +252,11 @@ fn far_instant(at: Instant, d: Duration) -> Instant {
 }
 
 impl TimerCore {
-    /// A stop: `publish` re-arms, cancels or removes the timer (raising its floor under the
-    /// scheduler lock, see `entry.rs`) and may swap the callback; then every tick taken before
-    /// ends: none of them starts its callback after this returns (a call already running is
-    /// waited for, unless this is that call's own worker).
+    /// A stop: `publish` re-arms, cancels or removes the timer (starting a new arming under the
+    /// scheduler lock: the floor raised, the tick waiting in `due` dropped, see `entry.rs`) and
+    /// may swap the callback; then every tick taken before ends: none of them starts its
+    /// callback after this returns (a call already running is waited for, unless this is that
+    /// call's own worker).
     ///
     /// `publish` and the `stops` bump happen as one step under the `callback` lock, and the
     /// worker notes `stops` and takes its tick as one step under that lock too (`execute`).
@@ -259,8 +265,9 @@ impl TimerCore {
     /// - taken before: the tick is of the old arming (or the old callback's), the count is
     ///   from before the bump, and the start fence either sees the bump and skips the call, or
     ///   makes this stop wait in the gate until the call has returned;
-    /// - taken after: the floor is already raised, so a tick of the old arming is not
-    ///   current and is discarded, and a tick of the new arming carries the bumped count and
+    /// - taken after: the old arming's tick was dropped from `due` by the re-arm, and no tick
+    ///   popped under it can be stored after it (ticks are stored under the scheduler lock as
+    ///   they are popped), so the tick is of the new arming; it carries the bumped count and
     ///   runs.
     ///
     /// Bumping after releasing the lock (as this once did) lost ticks: a worker could note the
@@ -380,8 +387,10 @@ impl TimerCore {
 
     pub(super) fn change(&self, mode: u8, callback: Option<Callback<TimerInfo>>) {
         let replaced = self.stop(|slot| {
-            // Re-arming raises the tick floor, so a tick handed over (or in flight) under the
-            // old mode is discarded: the new mode starts at the next deadline.
+            // The new mode starts at the timer's next deadline, a tick waiting in `due`
+            // included (it may have passed). Re-arming drops that tick, and any tick popped
+            // under the old mode with it: none is run by the new callback, even one popped
+            // ahead of its deadline, after the new arming's first one (see `stop`).
             let period = heap_period(mode, self.period);
             let delay = match self.time_until_next_call() {
                 Some(d) => Some(d),

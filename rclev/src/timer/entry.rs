@@ -4,14 +4,19 @@
 //! # Ground rules
 //!
 //! - `due` is the hand-over slot. Only the scheduler's delivery (`scheduler::hand_over`) puts a
-//!   stamp in, by compare-and-swap; only the worker takes one out (a swap to [`Stamp::NONE`],
-//!   in `execute.rs`). So at most one tick waits per timer: a tick that finds a current one
-//!   still waiting is dropped and counted, never queued behind it.
-//! - `floor` is written only under the scheduler lock, by every arm, cancel, re-period and
-//!   removal (`scheduler.rs`, `sim.rs`), and read by both sides without it. Deliveries run
-//!   outside that lock, so a tick popped just before a re-arm can arrive after it; its stamp
-//!   lies below the new floor (or in the other time base), which marks it as the old
-//!   schedule's: neither the scheduler nor the worker lets it through.
+//!   stamp in, into an empty slot, and only under the scheduler lock, in the lock section that
+//!   popped the tick (the scheduler thread's, a worker's pull, a `/clock` advance); only the
+//!   worker takes one out (a swap to [`Stamp::NONE`], in `execute.rs`, without the lock). So at
+//!   most one tick waits per timer: a tick that finds one still waiting is dropped and counted,
+//!   never queued behind it.
+//! - Every new arming (arm, cancel, re-period, removal, lane switch) empties `due` and writes
+//!   `floor` in one step under the scheduler lock (`SchedulerCore::start_arming`). With the rule
+//!   above, `due` holds only ticks of the current arming, one arming's ticks enter it in
+//!   deadline order, and a tick popped before a re-arm cannot arrive after it: a stamp alone
+//!   could not tell, as an early hand-off or a worker's pull pops a tick ahead of its deadline,
+//!   past the first deadline of an arming that starts at the next deadline. The worker checks
+//!   the tick it took against `floor` (a lane switch re-arms without the timer's callback lock,
+//!   so it can land between the take and the check) and counts missed grid points from it.
 //! - `sim` (which kind of lane the timer is in) only steers the worker's spin policy, and
 //!   `dropped_total` is a statistic: both are relaxed hints, part of no protocol.
 
@@ -108,8 +113,8 @@ impl AtomicStamp {
         Stamp(self.0.swap(stamp.0, order))
     }
 
-    /// `AtomicU64::compare_exchange_weak` on stamps.
-    pub(crate) fn compare_exchange_weak(
+    /// `AtomicU64::compare_exchange` on stamps.
+    pub(crate) fn compare_exchange(
         &self,
         current: Stamp,
         new: Stamp,
@@ -117,7 +122,7 @@ impl AtomicStamp {
         failure: Ordering,
     ) -> Result<Stamp, Stamp> {
         self.0
-            .compare_exchange_weak(current.0, new.0, success, failure)
+            .compare_exchange(current.0, new.0, success, failure)
             .map(Stamp)
             .map_err(Stamp)
     }
@@ -137,8 +142,8 @@ pub(crate) struct TimerTick {
     /// The timer is in a simulated-time lane.
     pub(crate) sim: std::sync::atomic::AtomicBool,
     /// The stamp of the first deadline of the current arming ([`Stamp::DISARMED`] while
-    /// disarmed). Set under the scheduler lock whenever a user arms, cancels or re-periods the
-    /// timer, and when the scheduler removes it.
+    /// disarmed). Set under the scheduler lock, with `due` emptied, whenever a user arms,
+    /// cancels or re-periods the timer, and when the scheduler removes it.
     pub(crate) floor: AtomicStamp,
 }
 
@@ -154,9 +159,10 @@ impl TimerTick {
         }
     }
 
-    /// Whether a tick stamped `stamp` belongs to the current arming: at or after its first
-    /// deadline and in the same time base (a tick in flight while the timer moved between the
-    /// wall and a simulated lane is not).
+    /// Whether a tick stamped `stamp` can belong to the current arming: at or after its first
+    /// deadline and in the same time base (a tick taken just before the timer moved between the
+    /// wall and a simulated lane is not). For a tick taken from `due`, which holds only the
+    /// current arming's ticks, this tells whether a new arming started since the take.
     pub(crate) fn is_current(&self, stamp: Stamp) -> bool {
         let floor = self.floor.load(Ordering::Acquire);
         stamp >= floor && stamp.same_base(floor)

@@ -147,7 +147,7 @@ impl TimerCore {
                 // under this lock, after setting `dropped`): pulling would take that timer's
                 // tick and never announce it.
                 _ if self.dropped.load(Ordering::SeqCst) => None,
-                super::core::Lane::Wall(id) => self.sched.pull(id),
+                super::core::Lane::Wall(id) => self.sched.pull(id, Instant::now()),
                 super::core::Lane::Sim(_) => None,
             }
         };
@@ -237,7 +237,9 @@ impl TimerCore {
             return None;
         }
         let stamp = self.tick.due.swap(Stamp::NONE, Ordering::AcqRel);
-        // A drop removed the timer, which raised the floor: its ticks are no longer current.
+        // `due` holds only ticks of the current arming (`entry.rs`); a lane switch or a
+        // backward `/clock` jump, which re-arm without the callback lock, may have started a
+        // new one since the swap.
         if stamp == Stamp::NONE || self.is_canceled() || !self.tick.is_current(stamp) {
             return None;
         }

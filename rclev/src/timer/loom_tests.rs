@@ -7,7 +7,10 @@
 //!   sleep, then sleep" ends with the tick delivered.
 //! - A timer's drop racing the worker firing it, on the real `TimerCore` run by the real worker
 //!   loop; a mode change racing the worker running the old arming's tick while the real
-//!   scheduler loop hands over the new arming's first one (a one-shot that was lost).
+//!   scheduler loop hands over the new arming's first one (a one-shot that was lost); a mode
+//!   change racing the scheduler loop's early hand-off of an old tick (a one-shot that fired
+//!   twice).
+//! - Pacing: a worker's pull racing a re-arm, and racing the watchdog taking the timer back.
 //! - The simulated-time lanes: a `/clock` advance racing a re-arm or a removal; a ROS-time
 //!   timer's creation racing the switch to simulated time.
 
@@ -16,7 +19,7 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use super::entry::{Stamp, TimerTick};
-use super::heap::SimTime;
+use super::heap::{GridTime, SimTime};
 use super::scheduler::SchedulerCore;
 use super::{create_timer, IntoTimerCallback, IntoTimerOptions, TimerKind, TimerPrecision};
 use crate::executor::dispatch::EntityDispatch;
@@ -136,11 +139,11 @@ fn assert_new_tick_waits(victim: &TimerTick, new_stamp: Stamp) {
     );
 }
 
-/// A re-arm (`reset()`, a mode change) racing with the delivery of a tick already popped
-/// under the old schedule. The old tick must never count as current once the re-arm has
-/// returned, and it must not block the new schedule's tick: the waiter runs until the victim
-/// holds a current tick, so a stale tick that made the new one drop would leave it waiting
-/// forever, which loom reports.
+/// A re-arm (`reset()`, a mode change) racing with the scheduler thread popping and handing
+/// over a tick of the old schedule. The old tick must never count as current once the re-arm
+/// has returned, and it must not block the new schedule's tick: the waiter runs until the
+/// victim holds a current tick, so a stale tick that made the new one drop would leave it
+/// waiting forever, which loom reports (as it does if the re-arm does not empty `due`).
 #[test]
 fn loom_rearm_racing_with_an_in_flight_tick() {
     check("scheduler: re-arm vs in-flight tick", None, || {
@@ -178,8 +181,9 @@ fn loom_shutdown_racing_with_the_waiter() {
 /// never see the flag: once the drop has returned, the callback is neither running nor starts.
 /// The tick is handed over (the real scheduler's delivery) before the threads start.
 ///
-/// The case that needs the removal to raise the floor: a worker that upgraded the timer's
-/// `Weak` before the drop and notes `stops` only after the drop bumped it.
+/// The case that needs the removal to drop the waiting tick (it empties `due` and raises the
+/// floor; without both, this fails): a worker that upgraded the timer's `Weak` before the drop
+/// and notes `stops` only after the drop bumped it.
 #[test]
 fn loom_no_timer_callback_starts_after_the_drop_returned() {
     let handle = idle_runtime();
@@ -239,8 +243,9 @@ const PERIOD: Duration = Duration::from_nanos(10);
 /// as the real callers do it: the `/clock` thread stores the new time and then advances the
 /// lane (`set_sim_time`); `reset()` reads the time and arms one period later (`arm_in`). At
 /// simulated time 15 the timer (period 10) is due at 20, and the message moves the clock by
-/// `step`. The advance may pop the old arming's tick under the scheduler lock and hand it over
-/// outside it, after the re-arm. A worker that starts taking ticks after the re-arm returned
+/// `step`. The advance may pop the old arming's tick just before the re-arm (it once handed it
+/// over outside the lock, possibly after the re-arm). A worker that starts taking ticks after
+/// the re-arm returned
 /// must never accept a tick of the old arming (one off the new grid), and the new arming's
 /// first tick is delivered as current once `/clock` reaches it (neither lost nor dropped behind
 /// a stale tick).
@@ -347,8 +352,9 @@ fn loom_sim_advance_racing_a_removal() {
 
 /// Two advances of one lane racing: `/clock` (to 30) and the immediate hand-over `arm_in`
 /// makes for an arming that is already due (to 20), e.g. a mode change or a lane switch while a
-/// `/clock` message is being processed. Both pop under the scheduler lock and hand over outside
-/// it; every grid point popped is left in `due` or counted as dropped, never lost.
+/// `/clock` message is being processed. Both pop and hand over under the scheduler lock and
+/// announce outside it; every grid point popped is left in `due` or counted as dropped, never
+/// lost.
 #[test]
 fn loom_sim_advances_racing_lose_no_tick() {
     check("sim lane: advance vs advance", None, || {
@@ -384,8 +390,8 @@ fn loom_sim_long_step_racing_a_rearm() {
     sim_advance_racing_a_rearm("sim lane: long step vs re-arm", 15);
 }
 
-/// A worker pulling its paced timer's next tick (`SchedulerCore::pull`: popped under the lock,
-/// handed over outside it) racing the user re-arming the timer (`reset()`): once the re-arm has
+/// A worker pulling its paced timer's next tick (`SchedulerCore::pull`: popped and handed over
+/// under the lock) racing the user re-arming the timer (`reset()`): once the re-arm has
 /// returned, no tick of the old arming is current, and the new arming's first tick is handed
 /// over (by the scheduler, or by a pull after the re-arm) and not dropped behind a stale one.
 #[test]
@@ -398,7 +404,7 @@ fn loom_worker_pull_racing_a_rearm() {
         let id = core.insert(victim.clone(), Some(old), Duration::from_secs(3600));
         let c = core.clone();
         let worker = loom::thread::spawn(move || {
-            c.pull(id);
+            c.pull(id, Instant::now());
         });
         core.arm(id, || Some(new), None);
         assert_no_old_tick_current(&victim, new_stamp);
@@ -503,5 +509,176 @@ fn loom_a_timer_created_during_a_switch_to_sim_time_follows_it() {
             "a timer created during the switch stayed on the wall"
         );
         drop(timer);
+    });
+}
+
+/// Issue 24, "a one-shot fired twice" (`mode_changes_racing_with_ticks_never_double_fire_a_oneshot`
+/// under load, always in a round with `reset()`, whose arming the scheduler thread hands over),
+/// on the real code: the real scheduler loop pops a tick of a repeating arming ahead of its
+/// deadline (early hand-off) while `set_oneshot` re-arms the timer, and the real worker loop
+/// runs whatever is handed over. The new one-shot must run once, and never for the tick popped
+/// under the old mode.
+///
+/// The timer's tick `w` (due 0.6 periods ago) waits in `due`, handed over and not yet run; its
+/// next grid point `s` lies 0.4 periods ahead, within the hand-off lead (half the period), so
+/// the scheduler thread pops `s` at once. The change sees `w` waiting and keeps the timer's
+/// next deadline, `w`, which has passed: the one-shot is armed for now, before `s`.
+///
+/// It failed while ticks were stored in `due` after the scheduler lock was dropped: `s`,
+/// popped before the change and stored after it, lay above the new arming's floor and counted
+/// as its tick, so the one-shot ran for `s` (within 3 preemptions), and then once more for its
+/// own deadline when the worker had taken `s` before that was handed over (4 preemptions).
+#[test]
+fn loom_a_mode_change_never_runs_a_tick_popped_under_the_old_mode() {
+    const WALL_PERIOD: Duration = Duration::from_millis(20);
+    let handle = idle_runtime();
+    check(
+        "timer mode change vs early tick (real TimerCore)",
+        Some(4),
+        move || {
+            let precision = TimerPrecision {
+                handoff_lead: WALL_PERIOD / 2,
+                ..TimerPrecision::default()
+            };
+            let exec = ExecutorShared::for_model_with_precision(handle.clone(), precision);
+            let worker = WorkerCore::for_model(&exec);
+            let sched = exec.timers().core.clone();
+            let timer = create_timer(
+                &worker,
+                WALL_PERIOD,
+                TimerKind::Repeating((|| {}).into_timer_callback()),
+            )
+            .unwrap();
+            let super::core::Lane::Wall(id) = *lock(&timer.core.lane) else {
+                unreachable!("a steady timer is on the wall");
+            };
+            let w = Instant::now() - WALL_PERIOD * 3 / 5;
+            let s = w + WALL_PERIOD;
+            // `w` is handed over alone: the hand-off lead adapts to how early workers arrive,
+            // and one that arrived far too early takes it down to nothing (so `s`, ahead, is not
+            // popped with `w`); one that arrived late takes it back up to its cap.
+            let cap = (WALL_PERIOD / 2).as_nanos() as i64;
+            sched.worker_arrived(16 * cap + 2_000);
+            sched.arm(id, || Some(w), None);
+            sched.run_while(|delivered| delivered == 0);
+            assert_eq!(sched.deadline(id), Some(s), "`s` was popped with `w`");
+            sched.worker_arrived(-cap);
+            assert!(sched.lead_is_capped());
+
+            let sc = sched.clone();
+            let scheduler = loom::thread::spawn(move || sc.run_while(|_| true));
+            // The expected call time of every call of the one-shot.
+            let calls = Arc::new((Mutex::new(Vec::<i64>::new()), Condvar::new()));
+            let c = calls.clone();
+            timer.set_oneshot(move |info: super::TimerInfo| {
+                lock(&c.0).push(info.expected_call_time.nanos);
+                c.1.notify_all();
+            });
+            // Started after the change, so that `w` still waits when the change looks.
+            let running = spawn_worker(&exec, &worker.mailbox);
+            {
+                let mut seen = lock(&calls.0);
+                while seen.is_empty() {
+                    seen = calls.1.wait(seen).unwrap();
+                }
+            }
+            sched.shutdown();
+            scheduler.join().unwrap();
+            worker.mailbox.close();
+            running.join().unwrap();
+            let calls = lock(&calls.0).clone();
+            let s_time = sched.epoch_steady_ns + s.duration_since(sched.epoch).as_nanos() as i64;
+            assert!(
+                !calls.contains(&s_time),
+                "the new one-shot ran the tick popped under the old mode: {calls:?}"
+            );
+            assert_eq!(calls.len(), 1, "the one-shot fired {} times", calls.len());
+            drop(timer);
+        },
+    );
+}
+
+/// The scheduler's watchdog taking a paced timer back (its worker stopped pulling for a
+/// watchdog interval) racing the worker resuming and pulling the timer's next tick: the ticks
+/// a worker takes from one arming come in deadline order. It failed while the scheduler
+/// handed its tick over after dropping its lock: popped by the watchdog, then held up, that
+/// tick reached `due` after the worker had pulled and taken the next one, and a worker would
+/// have run it after a later one, with a missed count computed backwards. (The timer's first
+/// deadline lies before the scheduler's epoch; its stamp saturates there, which changes no
+/// order.)
+#[test]
+fn loom_a_watchdog_take_back_racing_a_pull_keeps_ticks_in_order() {
+    check("pacing: watchdog vs pull", None, || {
+        let core = Arc::new(SchedulerCore::new(TimerPrecision::low_cpu()));
+        let victim = tick();
+        // Paced a second ago (the worker pulled its tick at `t0` and ran it), and not pulled
+        // since: the watchdog, a pacing interval after the next deadline, is long due.
+        let t0 = Instant::now() - Duration::from_secs(1);
+        let id = core.insert(victim.clone(), Some(t0), Duration::from_millis(1));
+        assert!(core.pull(id, t0).is_some());
+        assert!(take_current(&victim).is_some());
+
+        let c = core.clone();
+        let scheduler = loom::thread::spawn(move || c.run_while(|delivered| delivered == 0));
+        let (c, v) = (core.clone(), victim.clone());
+        let worker = loom::thread::spawn(move || {
+            c.pull(id, Instant::now());
+            take_current(&v)
+        });
+        let first = worker.join().unwrap();
+        // A pull first leaves the timer paced, with its watchdog a pacing interval away.
+        core.shutdown();
+        scheduler.join().unwrap();
+        if let (Some(first), Some(then)) = (first, take_current(&victim)) {
+            assert!(
+                then > first,
+                "a tick ({then:?}) came after a later one ({first:?}) of the same arming"
+            );
+        }
+    });
+}
+
+/// The race of `loom_a_mode_change_never_runs_a_tick_popped_under_the_old_mode` on a
+/// simulated-time lane, where the old tick's stamp is not ahead of the new arming's first
+/// deadline but equal to it: `/clock` has just reached the timer's deadline (20) and its
+/// advance pops that tick while `set_oneshot` re-arms the timer at its next deadline, which is
+/// now. Done as `TimerCore::change` and `arm_in` do it: read the time until the next call,
+/// re-arm (the clock read under the lock), hand over at once as the deadline has come. The
+/// one-shot's arming must yield one tick to take, not two. It failed while ticks were stored
+/// after the lock: the old tick, stored after the re-arm with the stamp of the new arming's
+/// first deadline, counted as the new arming's, and so did that deadline's own tick once the
+/// first had been taken.
+#[test]
+fn loom_a_mode_change_on_sim_time_racing_an_advance_yields_one_tick() {
+    check("sim lane: advance vs mode change", None, || {
+        let core = Arc::new(SchedulerCore::new(TimerPrecision::low_cpu()));
+        let t = tick();
+        let id = core.sim_insert(LANE, t.clone(), Some(SimTime(20)), PERIOD);
+        let now = SimTime(20);
+        let rearmed = Arc::new(AtomicBool::new(false));
+
+        let c = core.clone();
+        let clock = loom::thread::spawn(move || c.sim_advance(LANE, now));
+        let (v, r) = (t.clone(), rearmed.clone());
+        let taker =
+            loom::thread::spawn(move || r.load(Ordering::SeqCst) && take_current(&v).is_some());
+        let delay = core.sim_deadline(LANE, id).map(|d| d.since(now));
+        let deadline = core.sim_arm(
+            LANE,
+            id,
+            || delay.map(|d| now.checked_plus(d).expect("near")),
+            Some(Duration::ZERO),
+        );
+        if deadline.is_some_and(|d| d <= now) {
+            core.sim_advance(LANE, now);
+        }
+        rearmed.store(true, Ordering::SeqCst);
+        clock.join().unwrap();
+        let mut taken = u32::from(taker.join().unwrap());
+        taken += u32::from(take_current(&t).is_some());
+        // The change came after the advance popped 20: the one-shot is due at 30.
+        core.sim_advance(LANE, SimTime(30));
+        taken += u32::from(take_current(&t).is_some());
+        assert_eq!(taken, 1, "the one-shot's arming yielded {taken} ticks");
     });
 }

@@ -13,10 +13,10 @@
 //! From deadline to callback, a tick is read in four files:
 //!
 //! 1. `timer/scheduler.rs`: the scheduler thread pops the due timer from its heap
-//!    (`run_while`, `collect_due`), drops its lock, and `hand_over` puts the tick's stamp in
-//!    the timer's `due` slot (the per-timer state and its rules are in `timer/entry.rs`) and
-//!    notifies the timer's dispatch. Simulated-time ticks join here, from `sim_advance` in
-//!    `timer/sim.rs`.
+//!    (`run_while`, `collect_due`) and, still under its lock, `hand_over` puts the tick's stamp
+//!    in the timer's `due` slot (the per-timer state and its rules are in `timer/entry.rs`);
+//!    then it drops the lock and notifies the timer's dispatch. Simulated-time ticks join
+//!    here, from `sim_advance` in `timer/sim.rs`.
 //! 2. `executor/dispatch.rs`: `EntityDispatch::notify` queues the timer in its worker's
 //!    mailbox (`executor/mailbox.rs`) unless an entry for it is already queued.
 //! 3. `executor/worker.rs`: the worker loop takes the entry (`run_batch`), `begin`s it and
@@ -35,8 +35,8 @@
 //! timed park woken early by any new work; else a timerfd in its runtime's reactor). The
 //! scheduler thread then wakes once per watchdog interval (100 ms) to see that the worker
 //! keeps pulling, and takes the timer back if it does not. The grid, the drop-late rule, the
-//! coalescing `due` slot and the re-arm rules are unchanged: a pulled tick is stamped and
-//! checked exactly as a delivered one.
+//! coalescing `due` slot and the re-arm rules are unchanged: a pulled tick is popped and
+//! stored under the scheduler lock exactly as a delivered one.
 //!
 //! The other files: `mod.rs` (this one) holds the user's handle and callback types,
 //! `options.rs` the options, `core.rs` the timer's state, its creation, arming and mode

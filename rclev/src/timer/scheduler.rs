@@ -6,14 +6,31 @@
 //! - `SchedState` (the heap, the waiter's intent, the shutdown flag) is only touched under
 //!   `SchedulerCore::state`. User calls (`reset`, `cancel`, drop) take that lock briefly; the
 //!   scheduler thread holds it while it pops due timers and decides how to wait, and never
-//!   while it delivers ticks or spins.
-//! - Ticks are delivered after the lock is dropped, so a worker woken by a tick never wakes into
-//!   a held scheduler lock, and a slow mailbox push never delays `reset()` callers.
-//! - Because of that, a tick popped just before a user re-arms the timer can be handed over
-//!   just after. Every user arm records, under the lock, the stamp of the new schedule's first
-//!   deadline in `TimerTick::floor`; ticks stamped below it are discarded by `hand_over` and by
-//!   the worker, and never block a tick of the new schedule (`entry.rs` states the rules of the
-//!   per-timer state both sides share).
+//!   while it announces ticks or spins.
+//! - A tick is handed over in two steps. [`hand_over`] puts its stamp in the timer's `due`
+//!   slot *under the lock, in the lock section that popped it* (the scheduler thread's
+//!   `collect_due`, a worker's [`pull`](SchedulerCore::pull), a `/clock` advance); the
+//!   announcement (the dispatch's `notify`, a mailbox push that may wake the worker) comes
+//!   after the lock is dropped, so a worker woken by a tick never wakes into a held scheduler
+//!   lock, and a slow mailbox push never delays `reset()` callers.
+//! - Every new arming (arm, cancel, re-period, removal, lane switch; see
+//!   [`start_arming`](SchedulerCore::start_arming)) records the stamp of its first deadline in
+//!   `TimerTick::floor` and empties `due`, under the same lock. With the rule above, `due`
+//!   only ever holds a tick of the timer's current arming, and the ticks of one arming enter it
+//!   in deadline order (each pop advances the timer's grid under the lock). A tick popped
+//!   before a re-arm is in `due` before the re-arm, which drops it; none can arrive after it.
+//!   The worker takes ticks out without this lock (`entry.rs` states the rules of the
+//!   per-timer state both sides share; `core.rs`, at `CallbackSlot`, how a stop orders itself
+//!   with the worker's take).
+//!
+//!   The store once ran after the lock was dropped, and a stamp was all that told an old
+//!   arming's tick from a new one's, which is not enough: a tick popped ahead of its deadline
+//!   (early hand-off) under the old mode could land after a mode change that kept an earlier
+//!   deadline (a tick still waiting), with a stamp above the new arming's floor; the new
+//!   one-shot then ran for that tick, and again for its own (issue 24, the loom model
+//!   `loom_a_mode_change_never_runs_a_tick_popped_under_the_old_mode`). The same gap let a
+//!   tick the watchdog took back land after the worker had pulled and taken a later one
+//!   (`loom_a_watchdog_take_back_racing_a_pull_keeps_ticks_in_order`).
 //! - The simulated-time lanes (`sim.rs`) live in the same state under the same lock.
 //!
 //! # The sleep/wake handshake
@@ -42,15 +59,17 @@
 //! [`PACING_WATCHDOG`] for them (see `heap.rs`).
 //!
 //! The loom models in `loom_tests.rs` check that a registration racing with the waiter going
-//! to sleep is always seen, that a re-arm racing a tick in flight leaves no tick of the old
-//! arming current, and the same for a re-arm racing a worker's pull.
+//! to sleep is always seen; that a re-arm racing the scheduler thread's pop, a worker's pull
+//! or a `/clock` advance leaves no tick of the old arming to run; that a mode change racing an
+//! early hand-off never runs the new callback for a tick of the old mode; and that a watchdog
+//! take-back racing a pull keeps one arming's ticks in order.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::entry::{Stamp, TimerTick};
-use super::heap::{Expiry, GridTime, TimerHeap, TimerId};
+use super::heap::{GridTime, TimerHeap, TimerId};
 use super::sim::SimLanes;
 use super::stats::TickCounters;
 use super::TimerPrecision;
@@ -134,17 +153,21 @@ impl SchedulerCore {
         self.epoch + Duration::from_nanos(stamp.nanos())
     }
 
-    /// Records where the timer's current arming starts (`None`: disarmed). Called under the
-    /// scheduler lock, so every expiry popped before it carries a stamp of the previous arming.
-    pub(super) fn set_floor<K: GridTime>(
+    /// Starts the timer's new arming, whose first deadline is stamped `first` (`None`:
+    /// disarmed): records the floor and drops the previous arming's tick still waiting in
+    /// `due`, if any. Called under the scheduler lock, in the lock section that re-arms the
+    /// heap: every tick popped before was stored before (see [`hand_over`]), so none of the old
+    /// arming is left to run, and every tick stored after is of the new one.
+    pub(super) fn start_arming<K: GridTime>(
         heap: &TimerHeap<TimerTick, K>,
         id: TimerId,
-        stamp: Option<Stamp>,
+        first: Option<Stamp>,
     ) {
         if let Some(slot) = heap.slot(id) {
-            slot.target
-                .floor
-                .store(stamp.unwrap_or(Stamp::DISARMED), Ordering::Release);
+            let tick = &slot.target;
+            tick.floor
+                .store(first.unwrap_or(Stamp::DISARMED), Ordering::Release);
+            tick.due.store(Stamp::NONE, Ordering::Release);
         }
     }
 
@@ -217,7 +240,7 @@ impl SchedulerCore {
         self.fit_lead(period);
         let mut state = lock(&self.state);
         let id = state.heap.insert(tick, deadline, period);
-        Self::set_floor(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
+        Self::start_arming(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
         if let Some(d) = deadline {
             self.kick_if_earlier(&mut state, d);
         }
@@ -229,7 +252,8 @@ impl SchedulerCore {
     ///
     /// `when` gives the deadline and is evaluated under the scheduler lock: a deadline computed
     /// from a clock read before the lock could, after a delay, lie below the stamp of a tick
-    /// popped meanwhile under the old arming, which the floor would then take as current.
+    /// popped meanwhile under the old arming, and the worker, which counts missed grid points
+    /// from the previous tick it ran when that lies above the floor, would count them wrong.
     pub(crate) fn arm(
         &self,
         id: TimerId,
@@ -245,7 +269,7 @@ impl SchedulerCore {
         }
         let deadline = when();
         state.heap.arm(id, deadline);
-        Self::set_floor(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
+        Self::start_arming(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
         match deadline {
             Some(d) => self.kick_if_earlier(&mut state, d),
             None => self.kick_if_idle(&mut state),
@@ -272,50 +296,42 @@ impl SchedulerCore {
     /// per [`PACING_WATCHDOG`], that the worker keeps pulling. Returns the deadline of the tick
     /// handed over.
     ///
-    /// The tick is stamped and checked against the floor exactly as the scheduler's own
-    /// delivery does (it is popped under the lock, handed over outside it), so a re-arm racing
-    /// with a pull is resolved by the same rules.
-    pub(crate) fn pull(&self, id: TimerId) -> Option<Instant> {
-        let now = Instant::now();
-        let pulled = {
-            let mut state = lock(&self.state);
-            if state.shutdown {
-                return None;
+    /// The tick is popped and stored under the lock as the scheduler thread's are, so a re-arm
+    /// racing with a pull, or the watchdog taking the timer back, is resolved by the same rules
+    /// (see the ground rules). `now` is the caller's reading of the clock (a model passes a
+    /// time of its choosing).
+    pub(crate) fn pull(&self, id: TimerId, now: Instant) -> Option<Instant> {
+        let mut state = lock(&self.state);
+        if state.shutdown {
+            return None;
+        }
+        match state
+            .heap
+            .pull(id, now + PULL_HORIZON, now, PACING_WATCHDOG)
+        {
+            Ok(pulled) => {
+                let stamp = self.wall_stamp(pulled.deadline);
+                hand_over(&pulled.target, stamp, pulled.skipped, &self.counters)
+                    .then_some(pulled.deadline)
             }
-            match state
-                .heap
-                .pull(id, now + PULL_HORIZON, now, PACING_WATCHDOG)
-            {
-                Ok(expiry) => expiry,
-                Err(unpaced) => {
-                    if let Some(deadline) = unpaced {
-                        self.kick_if_earlier(&mut state, deadline);
-                    }
-                    return None;
+            Err(unpaced) => {
+                if let Some(deadline) = unpaced {
+                    self.kick_if_earlier(&mut state, deadline);
                 }
+                None
             }
-        };
-        let stamp = self.wall_stamp(pulled.deadline);
-        let delivered = hand_over(
-            &pulled.target,
-            stamp,
-            pulled.skipped,
-            &self.counters,
-            Announce::No,
-        );
-        delivered.then_some(pulled.deadline)
+        }
     }
 
     /// Removes a timer. After this returns the scheduler holds no entry for it and will not
-    /// start delivering a new tick for it, and a tick popped before (handed over outside the
-    /// lock, possibly after this returns) no longer counts as current: the floor is raised to
-    /// the disarmed sentinel, as for a cancel. `TimerState`'s drop relies on that: it removes
-    /// and bumps `stops` in one step under the timer's callback lock (`TimerCore::stop`), so a
-    /// worker that takes the tick after it sees the raised floor in `take_tick`, and one that
-    /// took it before is caught by the bump.
+    /// hand over a tick of it again, and the tick waiting in `due` is dropped, as for a cancel
+    /// (the floor is the disarmed sentinel). `TimerState`'s drop relies on that: it removes and
+    /// bumps `stops` in one step under the timer's callback lock (`TimerCore::stop`), so a
+    /// worker that takes a tick after it finds none, and one that took it before is caught by
+    /// the bump.
     pub(crate) fn remove(&self, id: TimerId) {
         let mut state = lock(&self.state);
-        Self::set_floor(&state.heap, id, None);
+        Self::start_arming(&state.heap, id, None);
         state.heap.remove(id);
         self.kick_if_idle(&mut state);
     }
@@ -336,24 +352,29 @@ impl SchedulerCore {
         self.wake.notify_all();
     }
 
-    /// Hands one expiry to its timer. Runs without the scheduler lock.
-    fn deliver(&self, expiry: Expiry<TimerTick>) {
-        let stamp = self.wall_stamp(expiry.deadline);
-        hand_over(
-            &expiry.target,
-            stamp,
-            expiry.skipped,
-            &self.counters,
-            Announce::Yes,
-        );
-    }
-
-    /// Pops everything due for hand-off at `now` into `due`.
-    fn collect_due(&self, state: &mut SchedState, now: Instant, due: &mut Vec<Expiry<TimerTick>>) {
+    /// Pops everything due for hand-off at `now` and hands it over (under the lock, see the
+    /// ground rules); the timers whose tick was stored go into `announce`, for the caller to
+    /// announce once it dropped the lock. Returns how many ticks it popped.
+    fn collect_due(
+        &self,
+        state: &mut SchedState,
+        now: Instant,
+        announce: &mut Vec<Arc<TimerTick>>,
+    ) -> u64 {
         let horizon = now + self.lead();
+        let mut popped = 0;
         while let Some(e) = state.heap.pop_due(horizon, now) {
-            due.push(e);
+            popped += 1;
+            if hand_over(
+                &e.target,
+                self.wall_stamp(e.deadline),
+                e.skipped,
+                &self.counters,
+            ) {
+                announce.push(e.target);
+            }
         }
+        popped
     }
 
     /// Waits as the heap says: forever, or until the head's hand-off point. Returns with the
@@ -408,18 +429,21 @@ impl SchedulerCore {
 
     /// The scheduler loop, until shutdown or until `keep_going(ticks delivered so far)` says
     /// stop (the loom models stop after the tick they wait for).
+    ///
+    /// `delivered` counts the ticks popped, whether they were stored or dropped (the timer's
+    /// previous tick still waiting).
     pub(crate) fn run_while(&self, mut keep_going: impl FnMut(u64) -> bool) {
-        let mut due: Vec<Expiry<TimerTick>> = Vec::new();
+        let mut announce: Vec<Arc<TimerTick>> = Vec::new();
         let mut delivered = 0;
         let mut state = lock(&self.state);
         while !state.shutdown && keep_going(delivered) {
             let now = Instant::now();
-            self.collect_due(&mut state, now, &mut due);
-            if !due.is_empty() {
+            let popped = self.collect_due(&mut state, now, &mut announce);
+            if popped > 0 {
+                delivered += popped;
                 drop(state);
-                for expiry in due.drain(..) {
-                    self.deliver(expiry);
-                    delivered += 1;
+                for tick in announce.drain(..) {
+                    tick.dispatch.notify();
                 }
                 state = lock(&self.state);
                 continue;
@@ -429,61 +453,41 @@ impl SchedulerCore {
     }
 }
 
-/// Whether [`hand_over`] announces the tick to the timer's dispatch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Announce {
-    /// Yes: the worker queues the timer (every delivery by the scheduler or a `/clock` step).
-    Yes,
-    /// No: the caller is the timer's worker pulling the tick, and runs it itself.
-    No,
-}
-
 /// Hands a tick stamped `stamp` to its timer, `skipped` grid points after the previous one
-/// (counted as dropped), unless it belongs to an old arming. The first step of a tick's path
-/// after the heap: the tick goes into `due` and, with [`Announce::Yes`], its dispatch queues
-/// the timer in its worker's mailbox (`executor/dispatch.rs`). Runs without the scheduler
-/// lock. Returns whether the tick was stored.
+/// (counted as dropped): the first step of a tick's path after the heap. The tick goes into
+/// `due`, unless the previous one still waits there (its callback has not started): then this
+/// one is dropped and counted, never queued behind it. Returns whether the tick was stored;
+/// the caller announces a stored tick to the timer's dispatch (which queues the timer in its
+/// worker's mailbox, `executor/dispatch.rs`) after dropping the lock, unless it is the timer's
+/// own worker pulling it.
+///
+/// Called under the scheduler lock, in the lock section that popped the tick: so `stamp` is of
+/// the timer's current arming, and so is a tick waiting in `due` (a new arming empties it under
+/// this lock, [`SchedulerCore::start_arming`]). Only this puts a tick in (so one at a time),
+/// and only the worker takes one out, lock-free.
 pub(super) fn hand_over(
     tick: &TimerTick,
     stamp: Stamp,
     skipped: u64,
     counters: &TickCounters,
-    announce: Announce,
 ) -> bool {
-    if !tick.is_current(stamp) {
-        // Popped before the timer was re-armed: a tick of the old schedule.
-        return false;
-    }
     if skipped > 0 {
         tick.drop_ticks(skipped);
         counters.dropped_late(skipped);
     }
-    let mut waiting = tick.due.load(Ordering::Acquire);
-    loop {
-        if waiting == stamp {
-            // This very grid point waits already (pulled by the worker, then the timer was
-            // re-armed at it, e.g. by a mode change): nothing to hand over, nothing dropped.
-            return false;
+    match tick
+        .due
+        .compare_exchange(Stamp::NONE, stamp, Ordering::AcqRel, Ordering::Acquire)
+    {
+        Ok(_) => {
+            counters.handed_over();
+            true
         }
-        if waiting != Stamp::NONE && tick.is_current(waiting) {
+        Err(_) => {
             // The previous tick's callback has not started: drop this one (no backlog).
             tick.drop_ticks(1);
             counters.dropped_worker_busy();
-            return false;
-        }
-        // Empty, or holding a tick of an old schedule that the worker would discard.
-        match tick
-            .due
-            .compare_exchange_weak(waiting, stamp, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => {
-                counters.handed_over();
-                if announce == Announce::Yes {
-                    tick.dispatch.notify();
-                }
-                return true;
-            }
-            Err(now) => waiting = now,
+            false
         }
     }
 }

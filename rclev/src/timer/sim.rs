@@ -7,10 +7,10 @@
 //! its deadline, never early (there is no hand-off lead here).
 //!
 //! The lanes live in the scheduler's state and follow its ground rules (see `scheduler.rs`):
-//! touched only under its lock, ticks delivered after it, a floor set by every arm. Their
-//! ticks carry [`Stamp::sim`] stamps, so one in flight while its timer moves between the wall
-//! and a lane is never taken as current. The loom models in `loom_tests.rs` race `/clock`
-//! advances with re-arms, removals and each other.
+//! touched only under its lock, ticks stored in `due` in the lock section that popped them and
+//! announced after it, every arm starting a new arming (floor set, `due` emptied). Their
+//! ticks carry [`Stamp::sim`] stamps, ordered within the lane's time base. The loom models in
+//! `loom_tests.rs` race `/clock` advances with re-arms, removals and each other.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use super::entry::{Stamp, TimerTick};
 use super::heap::{GridTime, SimTime, TimerHeap, TimerId};
-use super::scheduler::{hand_over, Announce, SchedulerCore};
+use super::scheduler::{hand_over, SchedulerCore};
 use crate::sync::model_lock as lock;
 
 /// The lanes, by the simulated clock's lane number.
@@ -37,14 +37,15 @@ impl SchedulerCore {
         let mut state = lock(&self.state);
         let heap = state.sim.entry(lane).or_default();
         let id = heap.insert(tick, deadline, period);
-        Self::set_floor(heap, id, deadline.map(Stamp::sim));
+        Self::start_arming(heap, id, deadline.map(Stamp::sim));
         id
     }
 
     /// Re-arms or cancels a simulated-clock timer, optionally with a new period.
     /// `when` reads the simulated clock under the scheduler lock, for the reason given at
     /// [`arm`](Self::arm): `/clock` moves the time before it pops, so a deadline read under the
-    /// lock lies above every tick popped under the old arming. Returns the deadline armed.
+    /// lock lies at or after every tick popped under the old arming. Returns the deadline
+    /// armed.
     pub(crate) fn sim_arm(
         &self,
         lane: u64,
@@ -59,15 +60,15 @@ impl SchedulerCore {
         }
         let deadline = when();
         heap.arm(id, deadline);
-        Self::set_floor(heap, id, deadline.map(Stamp::sim));
+        Self::start_arming(heap, id, deadline.map(Stamp::sim));
         deadline
     }
 
-    /// Removes a simulated-clock timer; like [`remove`](Self::remove), a tick popped before no
-    /// longer counts as current.
+    /// Removes a simulated-clock timer; like [`remove`](Self::remove), the tick waiting in
+    /// `due` is dropped and no other is handed over.
     pub(crate) fn sim_remove(&self, lane: u64, id: TimerId) {
         if let Some(heap) = lock(&self.state).sim.get_mut(&lane) {
-            Self::set_floor(heap, id, None);
+            Self::start_arming(heap, id, None);
             heap.remove(id);
         }
     }
@@ -80,25 +81,24 @@ impl SchedulerCore {
     /// Simulated clock `lane` moved forward to `now`: hands over every timer now due, one call
     /// per timer with the grid points it skipped counted as missed. Costs O(k log n) for k
     /// timers due out of n; the others are not looked at.
+    ///
+    /// Each tick is stored in its timer's `due` under the lock, as it is popped, and announced
+    /// after the lock is dropped (the scheduler's ground rules).
     pub(crate) fn sim_advance(&self, lane: u64, now: SimTime) {
-        let mut due = Vec::new();
+        let mut announce = Vec::new();
         {
             let mut state = lock(&self.state);
             let Some(heap) = state.sim.get_mut(&lane) else {
                 return;
             };
             while let Some(e) = heap.pop_due(now, now) {
-                due.push(e);
+                if hand_over(&e.target, Stamp::sim(e.deadline), e.skipped, &self.counters) {
+                    announce.push(e.target);
+                }
             }
         }
-        for e in due {
-            hand_over(
-                &e.target,
-                Stamp::sim(e.deadline),
-                e.skipped,
-                &self.counters,
-                Announce::Yes,
-            );
+        for tick in announce {
+            tick.dispatch.notify();
         }
     }
 
@@ -118,7 +118,7 @@ impl SchedulerCore {
             if !period.is_zero() && last > now {
                 let restart = now.checked_plus(period);
                 heap.arm(id, restart);
-                Self::set_floor(heap, id, restart.map(Stamp::sim));
+                Self::start_arming(heap, id, restart.map(Stamp::sim));
             }
         }
     }

@@ -207,10 +207,11 @@ impl TimerState {
 
     /// Makes this a repeating timer with `callback`; a spent one-shot is re-armed.
     ///
-    /// Mode changes keep the timer's next deadline and take effect from it: the tick of that
-    /// deadline runs the new callback (even if the worker already holds it, pulled early),
-    /// and a tick of an earlier deadline handed over under the old mode is dropped, never run
-    /// by the new callback. They may be called from the timer's own callback.
+    /// Mode changes keep the timer's next deadline (re-armed at it, give or take the moment
+    /// between two clock reads) and take effect from it: that deadline's tick runs the new
+    /// callback, and every tick handed over under the old mode (a worker may hold one, pulled
+    /// early) is dropped, never run by the new callback. They may be called from the timer's
+    /// own callback.
     pub fn set_repeating<Args>(&self, callback: impl IntoTimerCallback<Args>) {
         self.core
             .change(MODE_REPEATING, Some(callback.into_timer_callback().0));

@@ -7,7 +7,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{eventually, finish_while_spinning, in_netns, spin_until, Peer};
+use common::{call_retrying, eventually, finish_while_spinning, in_netns, spin_until, Peer};
 use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::msg::Message;
 use rclev::{Context, Executor, SpinOptions};
@@ -258,16 +258,17 @@ fn parameters_across_rclpy_and_rclev() {
                 .until_promise_resolved(async move {
                     get.wait_for_service(Some(PEER_LIMIT)).await.unwrap();
                     set.wait_for_service(Some(PEER_LIMIT)).await.unwrap();
-                    let got = get
-                        .call(GetParameters_Request {
-                            names: vec!["gain".into(), "label".into()],
-                        })
+                    let request = GetParameters_Request {
+                        names: vec!["gain".into(), "label".into()],
+                    };
+                    let got = call_retrying(&get, request, Duration::from_secs(5), 3)
                         .await
                         .unwrap();
-                    let set = set
-                        .call(SetParameters_Request {
-                            parameters: vec![gain(9), gain(7)],
-                        })
+                    // Setting again what a lost reply applied already changes nothing.
+                    let request = SetParameters_Request {
+                        parameters: vec![gain(9), gain(7)],
+                    };
+                    let set = call_retrying(&set, request, Duration::from_secs(5), 3)
                         .await
                         .unwrap();
                     *a.lock().unwrap() = Some((got, set));

@@ -248,3 +248,28 @@ impl Pair {
         }
     }
 }
+
+/// Calls `request` with a timeout of `each`, up to `attempts` times. The first call to a
+/// server just discovered may be lost, as between any two ROS 2 nodes: the server answers
+/// before it has matched the client's reply reader and the volatile reply reaches nobody
+/// (rmw_fastrtps waits for that match a short while only; a busy host makes it likelier).
+pub async fn call_retrying<S: rclev::msg::ServiceType>(
+    client: &rclev::Client<S>,
+    request: S::Request,
+    each: Duration,
+    attempts: u32,
+) -> rclev::Result<S::Response>
+where
+    S::Request: Clone,
+{
+    let mut last = None;
+    for _ in 0..attempts.max(1) {
+        match client.call_with_timeout(request.clone(), each).await {
+            Err(rclev::Error::Timeout { what, after }) => {
+                last = Some(rclev::Error::Timeout { what, after })
+            }
+            answer => return answer,
+        }
+    }
+    Err(last.expect("at least one attempt"))
+}

@@ -28,7 +28,7 @@
 //! Everything is reliable, KeepLast(10), volatile (ROS's default profile); ddsperf's data
 //! topic gets `-k 10` (its ping/pong topics are always KeepLast(1)). The whole benchmark runs
 //! in a fresh network namespace with only `lo` (the binary re-executes itself under
-//! `unshare -n`), with a domain id of its own and `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`.
+//! `unshare -n -m`, with a private `/dev/shm`), with a domain id of its own and `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`.
 //! Repetitions interleave the variants (and reverse their order every other repetition) so
 //! that a noisy spell of the VM hits all of them; the table shows medians, and the ratios are
 //! the medians of the per-repetition ratios.
@@ -223,8 +223,9 @@ fn parse_variants(names: &[String]) -> Result<Vec<Variant>> {
     Ok(out)
 }
 
-/// Runs this very command again in a fresh network namespace with only `lo` up, as the DDS
-/// tests do: no traffic leaves the machine, and no other DDS participant can join.
+/// Runs this very command again in a fresh network namespace with only `lo` up and a `/dev/shm`
+/// of its own, as the DDS tests do: no traffic leaves the machine, no other DDS participant can
+/// join, and no shared-memory segment another process left behind is met.
 fn reexec_in_netns() -> Result {
     let exe = std::env::current_exe()?;
     // Domains 201..=230: away from the tests' (1..=200), different between concurrent runs.
@@ -232,10 +233,14 @@ fn reexec_in_netns() -> Result {
     let status = std::process::Command::new("unshare")
         .args([
             "-n",
+            "-m",
+            "--propagation",
+            "private",
             "--",
             "sh",
             "-c",
-            "ip link set lo up && exec \"$0\" \"$@\"",
+            "ip link set lo up && mount -t tmpfs -o mode=1777 rclev-bench-shm /dev/shm \
+             && exec \"$0\" \"$@\"",
         ])
         .arg(exe)
         .args(std::env::args_os().skip(1))

@@ -1,7 +1,8 @@
 //! What the DDS tests share: each runs in a network namespace of its own (only `lo`, made by
-//! the test: `unshare -n`, `ip link set lo up`), with a domain id of its own (Fast DDS's
-//! shared-memory segments are not namespaced), bounded in time; rclpy peers come from the
-//! oracle venv (`bash .ci/oracles`).
+//! the test: `unshare -n`, `ip link set lo up`) with a `/dev/shm` of its own (a network
+//! namespace does not separate Fast DDS's shared-memory segments and ports: tests running side
+//! by side, or segments a killed process left behind, would meet there), with a domain id of
+//! its own, bounded in time; rclpy peers come from the oracle venv (`bash .ci/oracles`).
 
 #![allow(dead_code)]
 
@@ -24,10 +25,14 @@ pub fn in_netns(test: &str, limit: Duration, body: impl FnOnce()) {
     let mut child = Command::new("unshare")
         .args([
             "-n",
+            "-m",
+            "--propagation",
+            "private",
             "--",
             "sh",
             "-c",
-            "ip link set lo up && exec \"$0\" \"$@\"",
+            "ip link set lo up && mount -t tmpfs -o mode=1777 rclev-test-shm /dev/shm \
+             && exec \"$0\" \"$@\"",
         ])
         .arg(&exe)
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
@@ -51,8 +56,8 @@ pub fn in_netns(test: &str, limit: Duration, body: impl FnOnce()) {
     }
 }
 
-/// A domain id per test name, so that parallel tests never share Fast DDS shared-memory
-/// ports (which a network namespace does not separate).
+/// A domain id per test name: a second separation, beside the namespace's own network and
+/// `/dev/shm`.
 fn domain_for(test: &str) -> u32 {
     let h = test
         .bytes()
@@ -118,7 +123,14 @@ impl Peer {
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                panic!("peer {} did not finish within {limit:?}", self.name);
+                let _ = self.child.wait();
+                let mut out = String::new();
+                use std::io::Read;
+                let _ = self.child.stdout.take().unwrap().read_to_string(&mut out);
+                panic!(
+                    "peer {} did not finish within {limit:?}; it printed:\n{out}",
+                    self.name
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -6,6 +6,7 @@ Every mode prints what it saw, one line each, and exits 0 when it saw what it ex
 1 otherwise; every wait is bounded.
 """
 
+import faulthandler
 import sys
 import time
 
@@ -501,8 +502,17 @@ def flood_client(node, name, secs):
     return 0
 
 
+# The modes told how long to run: which argument says so.
+SECS_ARG = {"stay": 0, "param_server": 0, "flood_client": 1}
+
+
 def main():
     mode, args = sys.argv[1], sys.argv[2:]
+    # Every mode ends within 1.75 LIMITs (plus the seconds it is told to stay); one that hangs
+    # (inside rclpy or Fast DDS) prints every thread's Python stack to stderr and exits, so that
+    # the test shows where it hung.
+    stays = SECS_ARG.get(mode)
+    faulthandler.dump_traceback_later(1.75 * LIMIT + (float(args[stays]) if stays is not None else 0), exit=True)
     rclpy.init()
     node = rclpy.create_node(f"rclpy_{mode}")
     try:

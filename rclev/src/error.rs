@@ -133,6 +133,19 @@ pub enum Error {
     /// A timer period that cannot be scheduled (zero or negative for a repeating timer).
     #[error("invalid timer period {0:?}")]
     InvalidPeriod(std::time::Duration),
+    /// A lifecycle transition that does not start at the managed node's current state (or
+    /// that no transition has: an unknown id or label). Nothing happened.
+    #[error("transition {transition} is not available in lifecycle state {state}")]
+    TransitionUnavailable {
+        /// The transition as asked for.
+        transition: crate::lifecycle::state::TransitionRequest,
+        /// The node's state.
+        state: crate::lifecycle::state::State,
+    },
+    /// A lifecycle transition was asked for while another one was in progress (in the given
+    /// transition state); it was not started, as rcl refuses it too.
+    #[error("a lifecycle transition is in progress (state {0}); no other can start")]
+    TransitionInProgress(crate::lifecycle::state::State),
 }
 
 /// A value that could not be delivered, handed back with the reason (like crossbeam's

@@ -30,6 +30,7 @@ mod error;
 pub mod executor;
 mod handle;
 pub mod interfaces;
+pub mod lifecycle;
 pub mod logging;
 #[cfg(all(test, rclev_loom))]
 mod loom_model;

@@ -3,14 +3,14 @@
 //!
 //! | layer | files |
 //! | --- | --- |
-//! | 0 | `sync`, `error`, `handle`, `throttle`, and leaf data modules that import nothing: `msg/cdr`, `action/state` |
+//! | 0 | `sync`, `error`, `handle`, `throttle`, and leaf data modules that import nothing: `msg/cdr`, `action/state`, `lifecycle/state` |
 //! | 1 | `msg`, `interfaces`, `qos`, `parameter`, `node/names` |
 //! | 2 | `clock`, `transport` |
 //! | 3 | executor core: `executor/{core,dispatch,direct,mailbox,worker,fence,alarm}`, `node/callback` |
 //! | 4 | `timer` |
 //! | 5 | `context`, `executor/mod` (the `Executor`), `executor/shared` (`ExecutorShared`), `executor/sigint` (Ctrl-C during spins) |
 //! | 6 | `node`, `logging` |
-//! | 7 | `action` |
+//! | 7 | `action`, `lifecycle` (managed nodes) |
 //!
 //! Imports that still break the rule are listed in `KNOWN`; the list may only shrink (an entry
 //! that no longer occurs fails the test until it is removed). Since issue 11 it is empty.
@@ -26,6 +26,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("throttle.rs", 0),
     ("msg/cdr.rs", 0),
     ("action/state.rs", 0),
+    ("lifecycle/state.rs", 0),
     ("msg/", 1),
     ("interfaces/", 1),
     ("qos/", 1),
@@ -49,6 +50,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("node/", 6),
     ("logging.rs", 6),
     ("action/", 7),
+    ("lifecycle/", 7),
     ("lib.rs", 8),
 ];
 

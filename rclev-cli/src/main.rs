@@ -25,6 +25,8 @@ mod interface;
 #[cfg(feature = "dds")]
 mod interrupt;
 #[cfg(feature = "dds")]
+mod lifecycle;
+#[cfg(feature = "dds")]
 mod param;
 mod plot;
 mod report;
@@ -78,6 +80,10 @@ enum Command {
     #[cfg(feature = "dds")]
     #[command(subcommand)]
     Action(ActionCommand),
+    /// Managed (lifecycle) nodes over DDS: nodes, list, get, set.
+    #[cfg(feature = "dds")]
+    #[command(subcommand)]
+    Lifecycle(lifecycle::LifecycleCommand),
     /// One process of `bench pubsub --transport dds`, which starts it.
     #[cfg(feature = "dds")]
     #[command(hide = true)]
@@ -559,6 +565,8 @@ fn run() -> anyhow_free::Result {
         Command::Param(ParamCommand::Describe { node, name }) => param::describe(&node, &name),
         #[cfg(feature = "dds")]
         Command::Param(ParamCommand::Dump { node }) => param::dump(&node),
+        #[cfg(feature = "dds")]
+        Command::Lifecycle(command) => lifecycle::run(command),
         #[cfg(feature = "dds")]
         Command::Action(ActionCommand::List { show_types }) => graph::action_list(show_types),
         #[cfg(feature = "dds")]

@@ -21,7 +21,10 @@ use crate::anyhow_free::Result;
 use crate::graph::absolute_node;
 
 /// How long a command waits for a node's service, then for each answer of a query.
-const WAIT: Duration = Duration::from_secs(5);
+const WAIT: Duration = Duration::from_secs(10);
+/// How much longer than discovery's own limit a command about one node waits for it to appear
+/// (so `Node not found` comes after about 10 s).
+const FIND_MORE: Duration = Duration::from_secs(7);
 /// How long `set` waits for `change_state`'s answer: it comes when the transition's callbacks
 /// have run, which may take a while.
 const TRANSITION_WAIT: Duration = Duration::from_secs(60);
@@ -130,8 +133,9 @@ struct Session {
 
 impl Session {
     fn start(include_hidden: bool, found: impl Fn(&[String]) -> bool) -> Result<Session> {
-        let (transport, _) =
-            crate::graph::discover_until(|g| found(&managed_nodes(g, include_hidden)))?;
+        let found = |g: &GraphSnapshot| found(&managed_nodes(g, include_hidden));
+        let (transport, _) = crate::graph::discover_until(found)?;
+        wait_longer(&transport, found)?;
         let managed = managed_nodes(&transport.graph(), include_hidden);
         let executor = Context::with_transport(Arc::new(transport)).create_basic_executor();
         let node = executor.create_node(
@@ -204,6 +208,34 @@ impl Session {
             .call::<srv::GetAvailableTransitions>(node, service, Default::default(), WAIT)?
             .available_transitions)
     }
+}
+
+/// After discovery has settled without finding what the command names, waits for it on the
+/// graph's changes, up to [`FIND_MORE`]: on a busy host a peer's node, or its `get_state`
+/// service, may be heard only after a later announcement.
+fn wait_longer(
+    transport: &rclev_dds::DdsTransport,
+    found: impl Fn(&GraphSnapshot) -> bool,
+) -> Result {
+    let mut changes = transport.graph_changes();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    runtime.block_on(async {
+        let deadline = tokio::time::Instant::now() + FIND_MORE;
+        loop {
+            // Marked seen before looking: a change after the look wakes the wait.
+            changes.borrow_and_update();
+            if found(&transport.graph()) {
+                return;
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return,
+            }
+        }
+    });
+    Ok(())
 }
 
 /// `rclev lifecycle nodes`.

@@ -6,6 +6,14 @@
 //! ros2 topic echo /chatter                              # or a real ROS 2 node
 //! ```
 //!
+//! It takes ROS arguments like any ROS 2 program (a launch file's `ros_arguments`):
+//!
+//! ```sh
+//! cargo run -p rclev-dds --example chatter -- talker --ros-args \
+//!     -r chatter:=talk -r __ns:=/robot1 -r __node:=left --log-level debug
+//! # a node /robot1/left publishing /robot1/talk
+//! ```
+//!
 //! `ROS_DOMAIN_ID`, `ROS_AUTOMATIC_DISCOVERY_RANGE` and `ROS_STATIC_PEERS` apply as in ROS 2.
 
 use std::time::Duration;
@@ -14,8 +22,14 @@ use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::SpinOptions;
 
 fn main() -> Result<(), rclev::Error> {
-    let role = std::env::args().nth(1).unwrap_or_else(|| "talker".into());
-    let executor = rclev_dds::DdsTransport::context()?.create_basic_executor();
+    let arguments = rclev::Arguments::from_env()?;
+    // The program's own arguments are what is left around the ROS arguments.
+    let role = arguments
+        .non_ros_arguments()
+        .get(1)
+        .cloned()
+        .unwrap_or_else(|| "talker".into());
+    let executor = rclev_dds::DdsTransport::context_from(arguments)?.create_basic_executor();
     match role.as_str() {
         "talker" => {
             let node = executor.create_node("talker")?;

@@ -142,6 +142,15 @@ impl DdsOptions {
             options.range = DiscoveryRangeOption::Localhost;
             options.static_peers.clear();
         }
+        // rcl turns DDS security on only for exactly "true"; rclev has none to turn on, and a
+        // node that silently talked in the clear where security was asked for would be worse
+        // than one that does not start.
+        if var("ROS_SECURITY_ENABLE").as_deref() == Some("true") {
+            return Err(Error::InvalidArgument {
+                argument: "ROS_SECURITY_ENABLE=true".into(),
+                reason: "rclev-dds has no DDS security (SROS2); unset it to talk unsecured".into(),
+            });
+        }
         if var("ROS_DISTRO").is_some_and(|d| d.trim().eq_ignore_ascii_case("humble")) {
             options.gid_size = GidSize::Bytes24;
         }

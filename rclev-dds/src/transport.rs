@@ -10,7 +10,7 @@ use rclev::transport::{
     PublisherPort, ReadyHook, ServiceEndpoint, ServicePort, SubscriptionPort, TopicEndpoint,
     Transport,
 };
-use rclev::{Context, Error, Result};
+use rclev::{Arguments, Context, Error, Result};
 
 /// The bound of the name and namespace strings in `rmw_dds_common/msg/NodeEntitiesInfo`.
 const NODE_NAME_BOUND: usize = 256;
@@ -76,9 +76,33 @@ impl DdsTransport {
         })
     }
 
-    /// A [`Context`] over a transport made [`from_env`](Self::from_env).
+    /// A [`Context`] for a ROS 2 program: a transport made [`from_env`](Self::from_env), and
+    /// the process's `--ros-args` ([`Arguments::from_env`]): what a node started by `ros2
+    /// run` or a launch file needs.
+    ///
+    /// ```no_run
+    /// let executor = rclev_dds::DdsTransport::context()?.create_basic_executor();
+    /// let node = executor.create_node("talker")?; // `-r __node:=left` renames it
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn context() -> Result<Context> {
-        Ok(Context::with_transport(Arc::new(Self::from_env()?)))
+        Self::context_from(Arguments::from_env()?)
+    }
+
+    /// A [`Context`] over a transport made from the environment, whose nodes take
+    /// `arguments` (its `--enclave` is the enclave the participant announces).
+    pub fn context_from(arguments: Arguments) -> Result<Context> {
+        let mut options = DdsOptions::from_env()?;
+        if let Some(enclave) = arguments.enclave() {
+            options.enclave = enclave.to_string();
+        }
+        Ok(Context::new(Arc::new(Self::new(&options)?), arguments))
+    }
+
+    /// [`context_from`](Self::context_from) with arguments given as a program's
+    /// (`["prog", "--ros-args", "-r", "__ns:=/robot1"]`).
+    pub fn context_from_args<S: AsRef<str>>(args: impl IntoIterator<Item = S>) -> Result<Context> {
+        Self::context_from(Arguments::parse(args)?)
     }
 
     /// Whether discovery has caught up with what the peers announced: every other participant

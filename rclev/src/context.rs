@@ -2,58 +2,93 @@
 
 use std::sync::Arc;
 
+use crate::arguments::Arguments;
 use crate::error::Result;
 use crate::executor::{Executor, ExecutorOptions};
 use crate::transport::{IntraProcess, Transport};
 
-/// A ROS 2 context: the transport (domain) that nodes created from it share. Cheap to clone.
+/// A ROS 2 context: the transport (domain) that nodes created from it share, and the ROS
+/// arguments (`--ros-args …`) they are created with. Cheap to clone.
 ///
-/// `Context::default()` uses the in-process transport: every node of every executor created
-/// from this context (or its clones) can talk to each other.
+/// One way builds every context: [`Context::new`]`(transport, arguments)`. The in-process
+/// transport has shorthands ([`from_args`](Self::from_args), [`from_env`](Self::from_env),
+/// `default()`); a wire transport has its own (`rclev_dds::DdsTransport::context()` takes the
+/// process's arguments). `Context::default()` takes no arguments: a program that is started
+/// with `--ros-args` (by a launch file) should use [`from_env`](Self::from_env) or its
+/// transport's equivalent, and `default()` warns once when the process has `--ros-args` it
+/// ignores.
 #[derive(Clone)]
 pub struct Context {
     transport: Arc<dyn Transport>,
-    arguments: Arc<Vec<String>>,
+    arguments: Arguments,
 }
 
 impl Default for Context {
     fn default() -> Self {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        if std::env::args_os().any(|a| a == "--ros-args") {
+            WARNED.call_once(|| {
+                tracing::warn!(
+                    target: "rclev",
+                    "Context::default() ignores the process's --ros-args; use \
+                     Context::from_env() (or the transport's context()) to apply them"
+                )
+            });
+        }
         Self::with_transport(Arc::new(IntraProcess::new()))
     }
 }
 
 impl Context {
-    /// A context over the given transport.
-    pub fn with_transport(transport: Arc<dyn Transport>) -> Self {
+    /// A context over `transport` whose nodes take `arguments`: remapping rules, parameter
+    /// overrides and `--disable-rosout-logs` apply to every node created from it, and its
+    /// `--log-level` and `--disable-stdout-logs` settings are applied (process-wide, as rcl
+    /// applies them) now.
+    pub fn new(transport: Arc<dyn Transport>, arguments: Arguments) -> Self {
+        for (logger, level) in arguments.log_levels() {
+            crate::logging::levels::set_logger_level(logger.as_deref().unwrap_or(""), *level);
+        }
+        if !arguments.stdout_logs() {
+            crate::logging::console::set_stdout_logs(false);
+        }
         Self {
             transport,
-            arguments: Arc::new(Vec::new()),
+            arguments,
         }
     }
 
-    /// An in-process context with command-line arguments: `--ros-args -p name:=value` (or
-    /// `-p node:name:=value`) become parameter overrides of the nodes created from it.
+    /// A context over the given transport, without arguments.
+    pub fn with_transport(transport: Arc<dyn Transport>) -> Self {
+        Self::new(transport, Arguments::default())
+    }
+
+    /// An in-process context with command-line arguments (see [`Arguments`] for what is
+    /// read); malformed or unknown ROS arguments are an [`Error::InvalidArgument`](crate::Error::InvalidArgument).
     ///
     /// ```
     /// use rclev::{Context, ParameterValue};
-    /// let ctx = Context::from_args(["prog", "--ros-args", "-p", "rate:=50"]);
+    /// let ctx = Context::from_args(["prog", "--ros-args", "-p", "rate:=50", "-r", "__ns:=/robot"]).unwrap();
     /// let node = ctx.create_basic_executor().create_node("n").unwrap();
     /// assert_eq!(node.declare_parameter("rate", 10).unwrap(), ParameterValue::Integer(50));
+    /// assert_eq!(node.fully_qualified_name(), "/robot/n");
     /// ```
-    pub fn from_args<S: Into<String>>(args: impl IntoIterator<Item = S>) -> Self {
-        Self {
-            arguments: Arc::new(args.into_iter().map(Into::into).collect()),
-            ..Self::default()
-        }
+    pub fn from_args<S: AsRef<str>>(args: impl IntoIterator<Item = S>) -> Result<Self> {
+        Ok(Self::new(
+            Arc::new(IntraProcess::new()),
+            Arguments::parse(args)?,
+        ))
     }
 
-    /// [`from_args`](Self::from_args) with the process's arguments.
-    pub fn from_env() -> Self {
-        Self::from_args(std::env::args())
+    /// An in-process context with the process's arguments ([`Arguments::from_env`]).
+    pub fn from_env() -> Result<Self> {
+        Ok(Self::new(
+            Arc::new(IntraProcess::new()),
+            Arguments::from_env()?,
+        ))
     }
 
-    /// The command-line arguments.
-    pub fn arguments(&self) -> &[String] {
+    /// The ROS arguments the context's nodes are created with.
+    pub fn arguments(&self) -> &Arguments {
         &self.arguments
     }
 

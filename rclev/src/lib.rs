@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod action;
+pub mod arguments;
 pub mod clock;
 mod context;
 mod error;
@@ -43,6 +44,7 @@ pub mod throttle;
 pub mod timer;
 pub mod transport;
 
+pub use arguments::Arguments;
 pub use clock::{Clock, ClockChange, ClockType, JumpHandle, JumpThreshold, Rate, Time, TimeJump};
 pub use context::Context;
 pub use error::{DeliveryError, Error, NameKind, Result};
@@ -51,7 +53,7 @@ pub use executor::{
     SpinOptions,
 };
 pub use handle::{Handle, WeakHandle};
-pub use logging::{LogCapture, LogRecord, LogSeverity, Logger};
+pub use logging::{LogCapture, LogLevel, LogRecord, LogSeverity, Logger};
 pub use node::names::expand_topic_name;
 pub use node::{
     Client, ClientState, GuardCondition, GuardConditionState, IntoNodeOptions, Node, NodeOptions,

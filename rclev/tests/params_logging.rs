@@ -20,7 +20,8 @@ fn node_parameters_with_descriptors_overrides_and_rejecting_callbacks() {
         "speed:=2.5",
         "-p",
         "other_node:speed:=9.0",
-    ]);
+    ])
+    .unwrap();
     let executor = ctx.create_basic_executor();
     let node = executor
         .create_node(NodeOptions::new("robot").parameter_override("name", "r2"))

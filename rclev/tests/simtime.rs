@@ -457,7 +457,7 @@ fn jump_callbacks_respect_thresholds_and_unregister_on_drop() {
 
 #[test]
 fn use_sim_time_override_from_ros_args() {
-    let ctx = Context::from_args(["prog", "--ros-args", "-p", "use_sim_time:=true"]);
+    let ctx = Context::from_args(["prog", "--ros-args", "-p", "use_sim_time:=true"]).unwrap();
     let executor = ctx.create_basic_executor();
     let node = executor.create_node("from_args").unwrap();
     assert!(node.get_clock().is_sim_time_active());

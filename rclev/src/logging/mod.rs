@@ -21,8 +21,15 @@
 //! and takes nothing away from `/rosout`, `tracing` or other captures, so captures in tests
 //! running in parallel do not interfere.
 
+pub(crate) mod console;
+pub(crate) mod levels;
+mod severity;
+
+pub use levels::{effective_level, logger_level, set_logger_level, LogLevel};
+pub use severity::LogSeverity;
+
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -30,35 +37,6 @@ use crate::clock::{steady_nanos, Clock, Time};
 use crate::interfaces::rcl_interfaces::msg::Log;
 use crate::node::{NodeState, Publisher};
 use crate::sync::lock;
-
-/// Log severity, with rcl's numeric levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(u8)]
-pub enum LogSeverity {
-    /// Debug.
-    Debug = 10,
-    /// Info.
-    Info = 20,
-    /// Warning.
-    Warn = 30,
-    /// Error.
-    Error = 40,
-    /// Fatal.
-    Fatal = 50,
-}
-
-impl LogSeverity {
-    /// The label the ROS 2 console prints (`INFO`, `WARN`…).
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::Debug => "DEBUG",
-            Self::Info => "INFO",
-            Self::Warn => "WARN",
-            Self::Error => "ERROR",
-            Self::Fatal => "FATAL",
-        }
-    }
-}
 
 /// One log record.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,7 +90,9 @@ struct LoggerShared {
     rosout: Option<Publisher<Log>>,
     captures: Mutex<Vec<Weak<CaptureShared>>>,
     has_captures: AtomicBool,
-    level: AtomicU8,
+    /// The effective level and the level table's generation it was computed at:
+    /// `generation << 8 | level` (see `levels`).
+    cached_level: AtomicU64,
 }
 
 /// A node's logger. Cheap to clone.
@@ -138,7 +118,7 @@ impl Logger {
                 rosout,
                 captures: Mutex::new(Vec::new()),
                 has_captures: AtomicBool::new(false),
-                level: AtomicU8::new(LogSeverity::Info as u8),
+                cached_level: AtomicU64::new(0),
             }),
         }
     }
@@ -148,9 +128,25 @@ impl Logger {
         &self.shared.name
     }
 
-    /// Records below `severity` are discarded (default: info).
+    /// Sets this logger's level: records below `severity` are discarded. Levels belong to
+    /// logger names, process-wide, as in rcutils (see [`set_logger_level`]); a logger without
+    /// one takes its dotted ancestors' level, else the default (info, or `--log-level`).
     pub fn set_level(&self, severity: LogSeverity) {
-        self.shared.level.store(severity as u8, Ordering::Relaxed);
+        set_logger_level(&self.shared.name, severity.into());
+    }
+
+    /// The level this logger's records are filtered at now.
+    pub fn effective_level(&self) -> LogLevel {
+        let generation = levels::generation();
+        let cached = self.shared.cached_level.load(Ordering::Relaxed);
+        if cached >> 8 == generation {
+            return level_from_u8(cached as u8);
+        }
+        let level = effective_level(&self.shared.name);
+        self.shared
+            .cached_level
+            .store(generation << 8 | level as u64, Ordering::Relaxed);
+        level
     }
 
     /// Whether `/rosout` publishing is on for this logger.
@@ -176,7 +172,7 @@ impl Logger {
         file: &'static str,
         line: u32,
     ) {
-        if (severity as u8) < self.shared.level.load(Ordering::Relaxed) {
+        if (severity as u8) < self.effective_level() as u8 {
             return;
         }
         let message = message.to_string();
@@ -193,14 +189,14 @@ impl Logger {
         if !tracing::dispatcher::has_been_set() {
             // Nobody installed a `tracing` subscriber: print as the ROS 2 console does, so node
             // logs show by default. A program's own subscriber takes over from this.
-            eprintln!(
-                "[{}] [{}.{:09}] [{}]: {}",
-                severity.label(),
-                stamp.nanos.div_euclid(1_000_000_000),
-                stamp.nanos.rem_euclid(1_000_000_000),
+            console::print(&console::Line {
+                severity,
                 name,
-                message
-            );
+                message: &message,
+                stamp,
+                file,
+                line,
+            });
         }
         if let Some(rosout) = &self.shared.rosout {
             let _ = rosout.publish(Log {
@@ -231,6 +227,10 @@ impl Logger {
             }
         }
     }
+}
+
+fn level_from_u8(level: u8) -> LogLevel {
+    LogLevel::from_number(level.into()).unwrap_or(LogLevel::Info)
 }
 
 /// Things the `log_*!` macros accept: a [`Logger`] or a node.

@@ -62,7 +62,7 @@ pub(crate) fn service_endpoint<S: crate::msg::ServiceType>(
     }
     core.node.types.register(S::TYPE_HASH, S::TYPE_DESCRIPTION);
     Ok(ServiceEndpoint {
-        name: core.node.expand(&options.name)?,
+        name: core.node.expand_service(&options.name)?,
         types: ServiceTypes::of::<S>(),
         qos: options.qos,
     })

@@ -9,6 +9,7 @@ pub(crate) mod entity;
 pub(crate) mod events;
 pub(crate) mod graph;
 mod guard;
+mod logger_services;
 pub(crate) mod names; // `expand_topic_name` is re-exported at the crate root
 mod options;
 mod parameter_services;
@@ -26,12 +27,14 @@ pub use worker::{Worker, WorkerState};
 pub(crate) use callback::Callback;
 pub(crate) use worker::WorkerCore;
 
+use crate::arguments::remap::{self, NameUse};
+use crate::arguments::Arguments;
 use crate::clock::{Clock, ClockType, Lifeline, Rate, RosTimeSource};
 use crate::error::Result;
 use crate::executor::ExecutorShared;
 use crate::logging::Logger;
 use crate::parameter::{
-    parse_ros_args, Parameter, ParameterDescriptor, ParameterValue, Parameters, SetCallbackHandle,
+    Parameter, ParameterDescriptor, ParameterValue, Parameters, SetCallbackHandle,
     SetParametersResult,
 };
 use crate::qos::{IntoPrimitiveOptions, QoSProfile};
@@ -49,6 +52,8 @@ pub(crate) struct NodeIdentity {
     life: Arc<Lifeline>,
     /// The types of the node's endpoints (for `~/get_type_description`).
     pub(crate) types: type_description::TypeCache,
+    /// The remapping rules that apply to the node's names: its own, then the context's.
+    remap_rules: Vec<crate::arguments::remap::RemapRule>,
 }
 
 impl NodeIdentity {
@@ -61,8 +66,28 @@ impl NodeIdentity {
         }
     }
 
+    /// A topic (or action) name as the node uses it: expanded, then remapped.
     pub(crate) fn expand(&self, topic: &str) -> Result<String> {
-        names::expand_topic_name(topic, &self.namespace, &self.name)
+        self.resolve(topic, NameUse::Topic)
+    }
+
+    /// A service name as the node uses it: expanded, then remapped.
+    pub(crate) fn expand_service(&self, service: &str) -> Result<String> {
+        self.resolve(service, NameUse::Service)
+    }
+
+    fn resolve(&self, name: &str, kind: NameUse) -> Result<String> {
+        let expanded = names::expand_topic_name(name, &self.namespace, &self.name)?;
+        match remap::name(
+            &self.remap_rules,
+            &expanded,
+            kind,
+            &self.name,
+            &self.namespace,
+        ) {
+            Some(remapped) => remapped,
+            None => Ok(expanded),
+        }
     }
 
     /// A clock of `clock_type` whose sleeps end with the executor.
@@ -105,6 +130,8 @@ pub struct NodeState {
     clock_subscription: Mutex<Option<Subscription<crate::interfaces::rosgraph_msgs::msg::Clock>>>,
     /// `~/get_parameters` & co., unless turned off in the node's options.
     parameter_services: std::sync::OnceLock<parameter_services::ParameterServices>,
+    /// `~/get_logger_levels` and `~/set_logger_levels`, if `enable_logger_service`.
+    logger_services: std::sync::OnceLock<logger_services::LoggerServices>,
     /// `/parameter_events`' publisher (the store's observer holds it weakly), unless turned off.
     _parameter_events: Option<Publisher<crate::interfaces::rcl_interfaces::msg::ParameterEvent>>,
     /// `~/get_type_description`, unless `start_type_description_service` is false.
@@ -119,11 +146,39 @@ pub type Node = Arc<NodeState>;
 impl NodeState {
     pub(crate) fn create(exec: &Arc<ExecutorShared>, options: NodeOptions) -> Result<Node> {
         names::validate_node_name(&options.name)?;
-        let namespace = names::normalize_namespace(&options.namespace)?;
+        names::normalize_namespace(&options.namespace)?;
         exec.check_running()?;
-        // Before anything is started: a malformed `--ros-args` rule fails the creation, as in rcl.
-        let mut overrides = parse_ros_args(exec.context().arguments(), &options.name)?;
+        // Before anything is started: malformed node arguments fail the creation, as in rcl.
+        let local = Arguments::parse(&options.arguments)?;
+        let global = options
+            .use_global_arguments
+            .then(|| exec.context().arguments().clone());
+        let remap_rules: Vec<_> = local
+            .remap_rules()
+            .iter()
+            .chain(global.iter().flat_map(|g| g.remap_rules()))
+            .cloned()
+            .collect();
+        // As rcl: the name first (rules for the name as created), then the namespace (rules for
+        // the name as renamed).
+        let name = remap::node_name(&remap_rules, &options.name).unwrap_or(options.name.clone());
+        let namespace = names::normalize_namespace(
+            &remap::namespace(&remap_rules, &name).unwrap_or(options.namespace.clone()),
+        )?;
+        let fqn = if namespace == "/" {
+            format!("/{name}")
+        } else {
+            format!("{namespace}/{name}")
+        };
+        let mut overrides = global
+            .as_ref()
+            .map(|g| g.parameter_overrides_for(&fqn))
+            .unwrap_or_default();
+        overrides.extend(local.parameter_overrides_for(&fqn));
         overrides.extend(options.parameter_overrides);
+        let enable_rosout = options.enable_rosout
+            && local.rosout_logs()
+            && global.as_ref().is_none_or(|g| g.rosout_logs());
         let sim_sink: std::sync::Weak<dyn crate::clock::SimTimeSink> =
             Arc::downgrade(&exec.timers().core) as _;
         let source = Arc::new(RosTimeSource::new(Some(sim_sink)));
@@ -137,19 +192,20 @@ impl NodeState {
             .context()
             .transport()
             .create_node(&crate::transport::NodeName {
-                name: options.name.clone(),
+                name: name.clone(),
                 namespace: namespace.clone(),
             })?;
         let identity = Arc::new(NodeIdentity {
             port,
             clock: Clock::from_source(source, exec.life().clone()),
             life: exec.life().clone(),
-            name: options.name.clone(),
+            name,
             namespace,
             types: type_description::TypeCache::default(),
+            remap_rules,
         });
         let core = WorkerCore::spawn(exec, identity.clone(), Box::new(()))?;
-        let rosout = if options.enable_rosout {
+        let rosout = if enable_rosout {
             Some(PublisherState::create(
                 &core,
                 "/rosout".qos(QoSProfile::rosout()),
@@ -189,12 +245,17 @@ impl NodeState {
             parameters,
             clock_subscription: Mutex::new(None),
             parameter_services: std::sync::OnceLock::new(),
+            logger_services: std::sync::OnceLock::new(),
             type_description_service: std::sync::OnceLock::new(),
             _parameter_events: parameter_events,
         });
         if options.start_parameter_services {
             let services = parameter_services::ParameterServices::start(&node)?;
             let _ = node.parameter_services.set(services);
+        }
+        if options.enable_logger_service {
+            let services = logger_services::LoggerServices::start(&node)?;
+            let _ = node.logger_services.set(services);
         }
         let use_sim_time = node.parameters.declare(
             "use_sim_time",
@@ -380,9 +441,15 @@ impl NodeState {
         self.identity.fully_qualified_name()
     }
 
-    /// Expands a topic name as this node would (`~/x` → `/ns/node/x`).
+    /// A topic (or action) name as this node uses it: expanded (`~/x` → `/ns/node/x`), then
+    /// remapped by the node's and the context's rules.
     pub fn resolve_topic_name(&self, name: &str) -> Result<String> {
         self.identity.expand(name)
+    }
+
+    /// A service name as this node uses it: expanded, then remapped.
+    pub fn resolve_service_name(&self, name: &str) -> Result<String> {
+        self.identity.expand_service(name)
     }
 
     creation::entity_creation_methods! {

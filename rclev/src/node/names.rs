@@ -1,5 +1,6 @@
 //! ROS 2 name validation and expansion (rcl's `rcl_validate_*` and `rcl_expand_topic_name`
-//! rules, without substitutions other than `~`).
+//! rules: `~` for the node's private namespace, `{node}` and `{ns}`/`{namespace}`
+//! substitutions, relative names in the node's namespace).
 
 use crate::error::{Error, NameKind, Result};
 
@@ -81,11 +82,14 @@ fn check_tokens<'a>(
 
 /// Expands a topic or service name against a node's namespace and name, checking it against
 /// ROS 2's naming rules (`Error::InvalidName` otherwise): `chatter` → `/ns/chatter`,
-/// `~/state` → `/ns/node/state`, `/tf` → `/tf`. Tools that make no node (`rclev topic echo`)
-/// expand a user's name with it too.
+/// `~/state` → `/ns/node/state`, `/tf` → `/tf`, `{node}/state` → `/ns/node/state`. As in
+/// rcl, `{ns}` (or `{namespace}`) is the namespace as it is, so in the root namespace
+/// `{ns}/x` expands to the invalid `//x`. Tools that make no node (`rclev topic echo`) expand
+/// a user's name with it too.
 ///
 /// ```
 /// assert_eq!(rclev::expand_topic_name("chatter", "/robot", "talker").unwrap(), "/robot/chatter");
+/// assert_eq!(rclev::expand_topic_name("{node}/x", "/robot", "talker").unwrap(), "/robot/talker/x");
 /// assert!(rclev::expand_topic_name("bad name", "/", "n").is_err());
 /// ```
 pub fn expand_topic_name(name: &str, namespace: &str, node: &str) -> Result<String> {
@@ -94,22 +98,58 @@ pub fn expand_topic_name(name: &str, namespace: &str, node: &str) -> Result<Stri
         return Err(invalid(kind, name, "must not be empty"));
     }
     let base = if namespace == "/" { "" } else { namespace };
-    let expanded = if name == "~" {
-        format!("{base}/{node}")
+    let private = if name == "~" {
+        Some(format!("{base}/{node}"))
     } else if let Some(rest) = name.strip_prefix("~/") {
-        format!("{base}/{node}/{rest}")
+        Some(format!("{base}/{node}/{rest}"))
     } else if name.starts_with('~') {
         return Err(invalid(kind, name, "'~' must be followed by '/'"));
-    } else if name.starts_with('/') {
-        name.to_string()
     } else {
-        format!("{base}/{name}")
+        None
+    };
+    let substituted = substitute(private.as_deref().unwrap_or(name), namespace, node)
+        .map_err(|reason| invalid(kind, name, reason))?;
+    let expanded = if substituted.starts_with('/') {
+        substituted
+    } else {
+        format!("{base}/{substituted}")
     };
     if expanded.ends_with('/') {
         return Err(invalid(kind, name, "must not end with '/'"));
     }
     check_tokens(kind, name, expanded[1..].split('/'))?;
     Ok(expanded)
+}
+
+/// `{node}`, `{ns}` and `{namespace}` replaced; any other `{…}` is refused, as rcl refuses
+/// an unknown substitution. The replacements are valid names and contain no braces, so one
+/// pass over the text suffices.
+fn substitute(
+    name: &str,
+    namespace: &str,
+    node: &str,
+) -> std::result::Result<String, &'static str> {
+    if !name.contains(['{', '}']) {
+        return Ok(name.to_string());
+    }
+    let mut out = String::with_capacity(name.len() + namespace.len() + node.len());
+    let mut rest = name;
+    while let Some(open) = rest.find(['{', '}']) {
+        out.push_str(&rest[..open]);
+        if rest.as_bytes()[open] == b'}' {
+            return Err("unbalanced '}'");
+        }
+        let after = &rest[open + 1..];
+        let close = after.find('}').ok_or("unclosed '{'")?;
+        match &after[..close] {
+            "node" => out.push_str(node),
+            "ns" | "namespace" => out.push_str(namespace),
+            _ => return Err("unknown substitution (only {node}, {ns} and {namespace})"),
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -156,7 +196,16 @@ mod tests {
         );
         assert_eq!(expand_topic_name("~", "/", "n").unwrap(), "/n");
         assert_eq!(expand_topic_name("/tf", "/ns", "n").unwrap(), "/tf");
-        for bad in ["", "a//b", "a/", "~x", "9lives", "bad name", "a/#"] {
+        assert_eq!(
+            expand_topic_name("{node}/x", "/ns", "n").unwrap(),
+            "/ns/n/x"
+        );
+        assert_eq!(expand_topic_name("/a/{node}", "/ns", "n").unwrap(), "/a/n");
+        assert_eq!(expand_topic_name("{ns}/x", "/ns", "n").unwrap(), "/ns/x");
+        for bad in [
+            "", "a//b", "a/", "~x", "9lives", "bad name", "a/#", "{ns}/x", "{other}", "{node",
+            "node}",
+        ] {
             assert!(
                 matches!(
                     expand_topic_name(bad, "/", "n"),

@@ -28,6 +28,15 @@ pub struct NodeOptions {
     /// Publish every parameter declaration, change and undeclaration on `/parameter_events`
     /// (default `true`).
     pub start_parameter_event_publisher: bool,
+    /// ROS arguments of this node alone (`["--ros-args", "-r", "a:=b", …]`), as rclcpp's
+    /// `NodeOptions::arguments` and rclpy's `cli_args`: its remapping rules apply before the
+    /// context's, its parameter values after them. Parsed when the node is created.
+    pub arguments: Vec<String>,
+    /// Whether the context's arguments apply to this node too (default `true`).
+    pub use_global_arguments: bool,
+    /// Offer `~/get_logger_levels` and `~/set_logger_levels` (default `false`, as in rclcpp
+    /// and rclpy): what `ros2 service call` or a tool sets logger levels at run time with.
+    pub enable_logger_service: bool,
 }
 
 impl NodeOptions {
@@ -40,6 +49,9 @@ impl NodeOptions {
             enable_rosout: true,
             start_parameter_services: true,
             start_parameter_event_publisher: true,
+            arguments: Vec::new(),
+            use_global_arguments: true,
+            enable_logger_service: false,
         }
     }
     /// Sets the namespace.
@@ -64,6 +76,21 @@ impl NodeOptions {
     /// Turns the parameter services on or off.
     pub fn start_parameter_services(mut self, start: bool) -> Self {
         self.start_parameter_services = start;
+        self
+    }
+    /// Sets this node's own ROS arguments (see [`NodeOptions::arguments`](#structfield.arguments)).
+    pub fn arguments<S: Into<String>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
+        self.arguments = args.into_iter().map(Into::into).collect();
+        self
+    }
+    /// Whether the context's arguments apply to this node too.
+    pub fn use_global_arguments(mut self, use_them: bool) -> Self {
+        self.use_global_arguments = use_them;
+        self
+    }
+    /// Turns the logger level services on or off.
+    pub fn enable_logger_service(mut self, enable: bool) -> Self {
+        self.enable_logger_service = enable;
         self
     }
     /// Turns `/parameter_events` publishing on or off.

@@ -8,7 +8,8 @@
 //! - `store.rs`: [`Parameters`], a node's store: declare, get, set, set-callbacks.
 //! - `typed.rs`: [`TypedParameter`], declared with a [`ParameterBuilder`]: the same store,
 //!   read and set as a Rust type.
-//! - `args.rs`: `--ros-args` parsing ([`parse_ros_args`]).
+//! - `args.rs`, `yaml.rs`: values as text (`-p name:=value`, params files), typed as rcl
+//!   types YAML ([`ParameterValue::try_parse`]).
 //! - `wire.rs`: the `rcl_interfaces` messages of values, parameters and descriptors (what the
 //!   parameter services and `/parameter_events` carry).
 
@@ -19,8 +20,9 @@ mod store;
 mod typed;
 mod value;
 mod wire;
+pub(crate) mod yaml;
 
-pub use args::{parse_ros_args, ValueParseError};
+pub use args::ValueParseError;
 pub use descriptor::{ParameterDescriptor, Range};
 pub use store::{ParameterChange, Parameters, SetCallbackHandle, SetParametersResult};
 pub use typed::{ParameterBuilder, ParameterType, TypedParameter};

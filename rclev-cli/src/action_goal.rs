@@ -72,8 +72,13 @@ fn field_message(msg: &DynamicMessage, field: &str) -> Result<DynamicMessage> {
 pub fn send_goal(action: &str, type_name: &str, values: &str, feedback: bool) -> Result {
     crate::interrupt::install();
     let action = absolute(action)?;
-    let goal_type = known_type(&format!("{type_name}_Goal"))
-        .map_err(|_| format!("action type '{type_name}' is not one rclev knows"))?;
+    // `pkg/action/Name` or `pkg/Name`, checked before anything goes on the network.
+    let type_name = &crate::type_names::resolve(
+        type_name,
+        crate::type_names::Kind::Action,
+        crate::type_names::Sources::BundledAndInstalled,
+    )?;
+    let goal_type = known_type(&format!("{type_name}_Goal"))?;
     let goal = from_yaml(&goal_type, values)?;
     let transport = DdsTransport::from_env()?;
     let node = cli_node(&transport, "send_goal")?;

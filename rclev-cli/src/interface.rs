@@ -93,9 +93,10 @@ pub fn show_text(name: &str) -> Result<String> {
     Ok(out)
 }
 
-/// `rclev interface show <pkg/kind/Name>`.
+/// `rclev interface show <pkg/kind/Name>` (or `pkg/Name`, when only one kind has it).
 pub fn show(name: &str) -> Result {
-    print!("{}", show_text(name)?);
+    let name = crate::type_names::resolve_any(name, crate::type_names::Sources::Bundled)?;
+    print!("{}", show_text(&name)?);
     Ok(())
 }
 

@@ -37,6 +37,7 @@ mod simtime;
 mod topic;
 #[cfg(feature = "dds")]
 mod topic_stats;
+mod type_names;
 
 #[derive(Parser)]
 #[command(
@@ -150,7 +151,7 @@ enum ServiceCommand {
     Call {
         /// The service.
         service: String,
-        /// The service type (`example_interfaces/srv/AddTwoInts`).
+        /// The service type (`example_interfaces/srv/AddTwoInts`, or `example_interfaces/AddTwoInts`).
         #[arg(value_name = "TYPE")]
         type_name: String,
         /// The request as YAML (`"{a: 1, b: 2}"`); fields left out keep their defaults.
@@ -218,7 +219,7 @@ enum ActionCommand {
     SendGoal {
         /// The action.
         action: String,
-        /// The action type (`example_interfaces/action/Fibonacci`).
+        /// The action type (`example_interfaces/action/Fibonacci`, or `example_interfaces/Fibonacci`).
         #[arg(value_name = "TYPE")]
         type_name: String,
         /// The goal as YAML (`"{order: 5}"`); fields left out keep their defaults.
@@ -277,8 +278,9 @@ enum TopicCommand {
     Echo {
         /// The topic (`/chatter`, or relative to `/`).
         topic: String,
-        /// The message type (`std_msgs/msg/String`); found from the topic's publishers when
-        /// left out.
+        /// The message type (`std_msgs/msg/String`, or `std_msgs/String`); found from the
+        /// topic's publishers when left out. Publishers of another type are warned about (they
+        /// are never heard), and the echo keeps waiting.
         #[arg(value_name = "TYPE")]
         type_name: Option<String>,
         /// Print one message and exit.
@@ -292,7 +294,7 @@ enum TopicCommand {
     Pub {
         /// The topic.
         topic: String,
-        /// The message type (`std_msgs/msg/String`).
+        /// The message type (`std_msgs/msg/String`, or `std_msgs/String`).
         #[arg(value_name = "TYPE")]
         type_name: String,
         /// The message as YAML (`"{data: hello}"`); fields left out keep their defaults.
@@ -321,7 +323,8 @@ enum InterfaceCommand {
     List,
     /// An interface's definition with its nested types expanded, like `ros2 interface show`.
     Show {
-        /// `pkg/msg/Name`, `pkg/srv/Name` or `pkg/action/Name`.
+        /// `pkg/msg/Name`, `pkg/srv/Name` or `pkg/action/Name` (or `pkg/Name`, when only one
+        /// kind has that name).
         name: String,
     },
 }

@@ -31,11 +31,11 @@ pub struct DynamicClient {
 
 impl DynamicClient {
     /// A client of `service` (absolute) of type `pkg/srv/Name` (or an action's
-    /// `pkg/action/Name_SendGoal`…): its request and response are `<type>_Request` and
-    /// `<type>_Response`.
+    /// `pkg/action/Name_SendGoal`…), a full name already checked
+    /// ([`type_names::resolve`](crate::type_names::resolve)): its request and response are
+    /// `<type>_Request` and `<type>_Response`.
     pub fn new(node: &Arc<dyn NodePort>, service: &str, type_name: &str) -> Result<Self> {
-        let request = known_type(&format!("{type_name}_Request"))
-            .map_err(|_| format!("service type '{type_name}' is not one rclev knows"))?;
+        let request = known_type(&format!("{type_name}_Request"))?;
         let response = known_type(&format!("{type_name}_Response"))?;
         let (tx, wake) = mpsc::sync_channel(1);
         let port = node.create_client(
@@ -116,9 +116,15 @@ impl DynamicClient {
 /// `rclev service call`.
 pub fn call(service: &str, type_name: &str, values: &str) -> Result {
     let service = absolute(service)?;
+    // `pkg/srv/Name` or `pkg/Name`, checked before anything goes on the network.
+    let type_name = crate::type_names::resolve(
+        type_name,
+        crate::type_names::Kind::Srv,
+        crate::type_names::Sources::BundledAndInstalled,
+    )?;
     let transport = DdsTransport::from_env()?;
     let node = cli_node(&transport, "call")?;
-    let client = DynamicClient::new(&node, &service, type_name)?;
+    let client = DynamicClient::new(&node, &service, &type_name)?;
     let request = from_yaml(&client.request, values)?;
     if !client.port.service_is_ready() {
         println!("waiting for service to become available...");

@@ -6,29 +6,47 @@
 //! that prints what arrives needs no callbacks.
 
 use std::any::{Any, TypeId};
+use std::collections::{HashMap, HashSet};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rclev::msg::{DynamicMessage, TypeInfo, Value};
 use rclev::transport::{
-    NodeName, NodePort, Payload, ReadyHook, TopicEndpoint, Transport, TypeSupport,
+    EndpointKind, Gid, NodeName, NodePort, Payload, ReadyHook, TopicEndpoint, Transport,
+    TypeSupport,
 };
 use rclev::{Error, QoSProfile};
 use rclev_dds::DdsTransport;
 
 use crate::anyhow_free::Result;
+use crate::type_names::{Kind, Sources};
 
 /// The type `pkg/msg/Name` among those rclev ships, or else installed (`AMENT_PREFIX_PATH`).
+/// A name that is neither is reported as [`type_names`](crate::type_names) reports it (one
+/// sentence, with the closest known names); a known one that fails to load, with the reason.
 pub(crate) fn known_type(name: &str) -> Result<TypeInfo> {
-    match rclev::interfaces::MESSAGE_TYPES
+    if let Some(info) = rclev::interfaces::MESSAGE_TYPES
         .iter()
         .find(|t| t.type_name == name)
     {
-        Some(info) => Ok(*info),
-        None => crate::installed_types::lookup(name)
-            .map_err(|e| format!("message type '{name}' is not one rclev knows: {e}").into()),
+        return Ok(*info);
     }
+    crate::installed_types::lookup(name).map_err(|e| {
+        match crate::type_names::resolve(name, Kind::Msg, Sources::BundledAndInstalled) {
+            Err(unknown) => unknown.into(),
+            Ok(_) => format!("message type '{name}' could not be loaded: {e}").into(),
+        }
+    })
+}
+
+/// The message type a user gave (`pkg/msg/Name` or `pkg/Name`), found.
+pub(crate) fn given_type(given: &str) -> Result<TypeInfo> {
+    known_type(&crate::type_names::resolve(
+        given,
+        Kind::Msg,
+        Sources::BundledAndInstalled,
+    )?)
 }
 
 /// Encodes a [`DynamicMessage`] payload (looked up by its type name).
@@ -70,7 +88,8 @@ pub(crate) fn cli_node(transport: &DdsTransport, what: &str) -> Result<Arc<dyn N
     })?)
 }
 
-/// Waits up to `limit` for a publisher on `topic` and returns its type.
+/// Waits up to `limit` for a publisher on `topic` and returns its type. Ctrl-C ends the wait
+/// early (an error; callers look at [`interrupted`](crate::interrupt::interrupted) first).
 pub(crate) fn discover_type(
     transport: &DdsTransport,
     topic: &str,
@@ -86,6 +105,9 @@ pub(crate) fn discover_type(
             .and_then(|(_, types)| types.into_iter().next())
         {
             return Ok(t);
+        }
+        if crate::interrupt::interrupted() {
+            return Err("interrupted".into());
         }
         if Instant::now() >= deadline {
             return Err(format!(
@@ -132,10 +154,95 @@ impl ReadyHook for Wake {
     }
 }
 
+/// Warns about publishers on a topic whose type differs from the one subscribed: DDS matches
+/// endpoints by type name, so they are never matched and the echo would otherwise wait in
+/// silence. rclpy's default incompatible-type handler warns the same way (`ros2 topic echo`
+/// shows it on middlewares that report the event; Fast DDS does not, so `ros2` stays silent
+/// there), and, like `ros2`, the echo keeps waiting: a publisher of the right type may still
+/// come.
+pub(crate) struct TypeMismatch {
+    changes: tokio::sync::watch::Receiver<u64>,
+    warned: HashSet<Gid>,
+    /// Publishers of another type whose node is not known yet, with when they were first
+    /// seen: a peer's endpoints are often discovered before its `ros_discovery_info` names
+    /// their node, and the warning should say which node it is.
+    pending: HashMap<Gid, Instant>,
+}
+
+/// How long a publisher of another type whose node stays unknown is held back before it is
+/// warned about as "a publisher": a bare DDS program never names its nodes (and keeps the
+/// graph unsettled), while a ROS peer's `ros_discovery_info` comes within a moment.
+const NODE_NAME_GRACE: Duration = Duration::from_secs(5);
+
+impl TypeMismatch {
+    pub(crate) fn new(transport: &DdsTransport) -> Self {
+        let mut changes = transport.graph_changes();
+        // The first look is due at once.
+        changes.mark_changed();
+        Self {
+            changes,
+            warned: HashSet::new(),
+            pending: HashMap::new(),
+        }
+    }
+
+    /// Looks at the graph if it changed since the last look (or a publisher is held back);
+    /// warns once per publisher offering another type than `type_name`, naming its node once
+    /// its participant has (or after [`NODE_NAME_GRACE`], or once the graph is settled
+    /// without it).
+    pub(crate) fn check(&mut self, transport: &DdsTransport, topic: &str, type_name: &str) {
+        if !self.changes.has_changed().unwrap_or(false) && self.pending.is_empty() {
+            return;
+        }
+        // Marked seen before looking: a change after the look is seen at the next check.
+        self.changes.borrow_and_update();
+        let now = Instant::now();
+        let settled = transport.graph_settled();
+        let publishers = transport
+            .graph()
+            .endpoints_of(topic, EndpointKind::Publisher);
+        // One that left before it was warned about is forgotten.
+        self.pending
+            .retain(|gid, _| publishers.iter().any(|e| e.gid == *gid));
+        for e in publishers {
+            if e.type_name == type_name || self.warned.contains(&e.gid) {
+                continue;
+            }
+            let unnamed = e.node.name == UNKNOWN_NODE;
+            let first_seen = *self.pending.entry(e.gid).or_insert(now);
+            if unnamed && !settled && now.duration_since(first_seen) < NODE_NAME_GRACE {
+                continue;
+            }
+            self.pending.remove(&e.gid);
+            self.warned.insert(e.gid);
+            eprintln!("rclev: warning: {}", mismatch_text(topic, type_name, &e));
+        }
+    }
+}
+
+/// The node name rmw (and rclev's graph) gives endpoints whose node is not known.
+const UNKNOWN_NODE: &str = "_NODE_NAME_UNKNOWN_";
+
+/// The warning about publisher `e` of another type than `type_name`.
+fn mismatch_text(topic: &str, type_name: &str, e: &rclev::transport::EndpointInfo) -> String {
+    let who = if e.node.name.is_empty() || e.node.name == UNKNOWN_NODE {
+        "a publisher".to_string()
+    } else {
+        format!("the publisher of node {}", e.node.fully_qualified())
+    };
+    format!(
+        "Incompatible type on topic '{topic}': {who} offers {}, not {type_name}; no messages \
+         will be received from it (still waiting for a {type_name} publisher; Ctrl-C to stop)",
+        e.type_name
+    )
+}
+
 /// `rclev topic echo`.
 pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>) -> Result {
     crate::interrupt::install();
     let topic = absolute(topic)?;
+    // A type given is checked before anything goes on the network: a typo fails at once.
+    let given = type_name.map(given_type).transpose()?;
     let transport = DdsTransport::from_env()?;
     let node = cli_node(&transport, "echo")?;
     // Wait for a publisher first, as `ros2 topic echo` does: its type, and its QoS to adapt
@@ -143,23 +250,25 @@ pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>
     let discovered = discover_type(
         &transport,
         &topic,
-        Duration::from_secs(if type_name.is_some() { 2 } else { 5 }),
+        Duration::from_secs(if given.is_some() { 2 } else { 5 }),
     );
-    let (type_name, qos) = match (type_name, discovered) {
-        (_, Ok(found)) => (
-            type_name.map(str::to_string).unwrap_or(found),
-            QoSProfile::best_available(),
-        ),
-        (Some(given), Err(_)) => (given.to_string(), QoSProfile::default()),
+    if crate::interrupt::interrupted() {
+        return Ok(());
+    }
+    let (info, qos) = match (given, discovered) {
+        (Some(info), Ok(_)) => (info, QoSProfile::best_available()),
+        (None, Ok(found)) => (known_type(&found)?, QoSProfile::best_available()),
+        (Some(info), Err(_)) => (info, QoSProfile::default()),
         (None, Err(e)) => return Err(e),
     };
-    let info = known_type(&type_name)?;
     // With a publisher present: whatever it offers, as `ros2 topic echo` does.
     let (sub, rx) = subscribe(&node, &topic, info, qos, false)?;
+    let mut mismatch = TypeMismatch::new(&transport);
     let limit = if once { Some(1) } else { count };
     let mut printed = 0u64;
     let mut batch = Vec::new();
     while !crate::interrupt::interrupted() {
+        mismatch.check(&transport, &topic, info.type_name);
         let _ = rx.recv_timeout(Duration::from_millis(500));
         loop {
             let more = sub.take_payloads(16, &mut batch);
@@ -206,7 +315,7 @@ pub struct PubOptions<'a> {
 pub fn publish(o: PubOptions<'_>) -> Result {
     crate::interrupt::install();
     let topic = absolute(o.topic)?;
-    let info = known_type(o.type_name)?;
+    let info = given_type(o.type_name)?;
     let msg = from_yaml(&info, o.values)?;
     let cdr = msg.encode(&info.description)?;
     let transport = DdsTransport::from_env()?;

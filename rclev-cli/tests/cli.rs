@@ -319,3 +319,30 @@ fn ctrl_c_ends_a_spinning_command_cleanly() {
     let last = rest.last().expect("no summary after Ctrl-C");
     assert!(last.starts_with("sent "), "{last}");
 }
+
+/// `interface show` takes ros2's short form `pkg/Name` when only one kind has the name, and an
+/// unknown name is one sentence offering the closest names rclev ships (issue 25).
+#[test]
+fn interface_show_takes_short_names_and_suggests_known_ones() {
+    let out = rclev()
+        .args(["interface", "show", "std_msgs/String"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("string data\n"));
+    let out = rclev()
+        .args(["interface", "show", "std_msgs/msg/Strin"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "error: message type 'std_msgs/msg/Strin' is not one rclev ships; did you mean \
+         std_msgs/msg/String?"
+    );
+}

@@ -95,6 +95,52 @@ fn topic_echo_prints_what_rclpy_publishes() {
     });
 }
 
+/// Issue 25: `topic echo` of another type than the publishers' says so (DDS never matches
+/// them, so nothing would ever be printed) with the types and the publisher's node, and keeps
+/// waiting, as `ros2 topic echo` does; Ctrl-C then ends it cleanly.
+#[test]
+fn topic_echo_of_another_type_warns_and_keeps_waiting() {
+    use std::io::{BufRead, BufReader};
+    in_netns(
+        "topic_echo_of_another_type_warns_and_keeps_waiting",
+        LIMIT,
+        || {
+            let talker = Peer::start(
+                "rclpy_peer.py",
+                &["talker", "chatter", "string", "3000", "10", "0"],
+            );
+            let mut child = rclev()
+                .args(["topic", "echo", "/chatter", "std_msgs/Int32"])
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let stderr = BufReader::new(child.stderr.take().unwrap());
+            let warning = stderr
+                .lines()
+                .map(Result::unwrap)
+                .find(|l| l.contains("Incompatible type"))
+                .expect("a warning before stderr closed");
+            assert_eq!(
+                warning,
+                "rclev: warning: Incompatible type on topic '/chatter': the publisher of node \
+             /rclpy_talker offers std_msgs/msg/String, not std_msgs/msg/Int32; no messages will \
+             be received from it (still waiting for a std_msgs/msg/Int32 publisher; Ctrl-C to \
+             stop)"
+            );
+            // SAFETY: kill(2) on a child we spawned and have not reaped yet.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", out.status);
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                "",
+                "nothing was echoed"
+            );
+            drop(talker);
+        },
+    );
+}
+
 #[test]
 fn topic_echo_and_pub_talk_across_processes() {
     in_netns("topic_echo_and_pub_talk_across_processes", LIMIT, || {
@@ -133,21 +179,130 @@ fn topic_echo_and_pub_talk_across_processes() {
     });
 }
 
+/// Runs `rclev <args>` (with the venv's installed types), expecting it to fail before it
+/// touches the network; returns its stderr.
+fn refused(args: &[&str]) -> String {
+    let out = rclev().args(args).stderr(Stdio::piped()).output().unwrap();
+    assert!(!out.status.success(), "rclev {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
 #[test]
 fn unknown_types_and_bad_yaml_are_clear_errors() {
-    let out = Command::new(env!("CARGO_BIN_EXE_rclev"))
-        .args(["topic", "pub", "/x", "nope_msgs/msg/Nope", "{}"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr)
-        .contains("'nope_msgs/msg/Nope' is not one rclev knows"));
-    let out = Command::new(env!("CARGO_BIN_EXE_rclev"))
-        .args(["topic", "pub", "/x", "std_msgs/msg/Int32", "{data: many}"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("data: an integer expected"));
+    assert_has(
+        &refused(&["topic", "pub", "/x", "nope_msgs/msg/Nope", "{}"]),
+        "'nope_msgs/msg/Nope' is not one rclev knows",
+    );
+    assert_has(
+        &refused(&["topic", "pub", "/x", "std_msgs/msg/Int32", "{data: many}"]),
+        "data: an integer expected",
+    );
+}
+
+/// Issue 25: an unknown type is one sentence (no repetition) offering the closest known names
+/// of the kind the command takes — typos, the same name in other packages, installed types
+/// (test_msgs, from AMENT_PREFIX_PATH) as well as rclev's own — and a name of another kind is
+/// pointed out.
+#[test]
+fn unknown_types_suggest_the_closest_known_names() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["topic", "pub", "/x", "std_msgs/msg/Strin", "{}"],
+            "error: message type 'std_msgs/msg/Strin' is not one rclev knows (neither shipped \
+             with rclev nor installed under AMENT_PREFIX_PATH); did you mean std_msgs/msg/String?",
+        ),
+        (
+            &["topic", "echo", "/x", "nope_msgs/String"],
+            "error: message type 'nope_msgs/msg/String' is not one rclev knows (neither shipped \
+             with rclev nor installed under AMENT_PREFIX_PATH); did you mean one of \
+             std_msgs/msg/String, example_interfaces/msg/String?",
+        ),
+        (
+            &["topic", "pub", "/x", "test_msgs/msg/BasicTipes", "{}"],
+            "error: message type 'test_msgs/msg/BasicTipes' is not one rclev knows (neither \
+             shipped with rclev nor installed under AMENT_PREFIX_PATH); did you mean \
+             test_msgs/msg/BasicTypes?",
+        ),
+        (
+            &["service", "call", "/x", "std_srvs/srv/Trgger"],
+            "error: service type 'std_srvs/srv/Trgger' is not one rclev knows (neither shipped \
+             with rclev nor installed under AMENT_PREFIX_PATH); did you mean std_srvs/srv/Trigger?",
+        ),
+        (
+            &["action", "send_goal", "/fib", "test_msgs/Fibonaci", "{}"],
+            "error: action type 'test_msgs/action/Fibonaci' is not one rclev knows (neither \
+             shipped with rclev nor installed under AMENT_PREFIX_PATH); did you mean \
+             test_msgs/action/Fibonacci?",
+        ),
+        (
+            &["topic", "pub", "/x", "example_interfaces/AddTwoInts", "{}"],
+            "error: message type 'example_interfaces/msg/AddTwoInts' is not one rclev knows \
+             (neither shipped with rclev nor installed under AMENT_PREFIX_PATH); \
+             example_interfaces/srv/AddTwoInts is a service type",
+        ),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(refused(args).trim_end(), expected, "rclev {args:?}");
+    }
+    assert_has(
+        &refused(&["service", "call", "/x", "std_msgs/msg/String"]),
+        "'std_msgs/msg/String' names a message type; a service type is expected",
+    );
+    assert_has(
+        &refused(&["topic", "pub", "/x", "String", "{}"]),
+        "'String' is not a message type name: expected pkg/msg/Name or pkg/Name",
+    );
+}
+
+/// Issue 25: ros2's short form `pkg/Name` is taken wherever a type is, as the kind the verb
+/// implies: `topic echo|pub` messages, `service call` services, `action send_goal` actions.
+#[test]
+fn short_type_names_are_taken_as_the_verb_implies() {
+    in_netns(
+        "short_type_names_are_taken_as_the_verb_implies",
+        LIMIT,
+        || {
+            let talker = Peer::start(
+                "rclpy_peer.py",
+                &["talker", "chatter", "string", "3000", "10", "0"],
+            );
+            assert_has(
+                &run_ok(&["topic", "echo", "/chatter", "std_msgs/String", "--once"]),
+                "data: hello from rclpy ",
+            );
+            drop(talker);
+            let listener = Peer::start("rclpy_peer.py", &["listener", "chatter", "string", "1"]);
+            run_ok(&[
+                "topic",
+                "pub",
+                "/chatter",
+                "std_msgs/String",
+                "{data: hello from rclpy 0}",
+                "--once",
+            ]);
+            assert_has(&listener.finish(LIMIT), "listener: received 1");
+            let server = Peer::start("rclpy_peer.py", &["param_server", "60"]);
+            let call = run_ok(&[
+                "service",
+                "call",
+                "/rclpy_param_server/get_parameters",
+                "rcl_interfaces/GetParameters",
+                "{names: [label]}",
+            ]);
+            assert_has(&call, "  string_value: rclpy\n");
+            drop(server);
+            let actions = Peer::start("rclpy_peer.py", &["action_server", "fib"]);
+            let goal = run_ok(&[
+                "action",
+                "send_goal",
+                "/fib",
+                "test_msgs/Fibonacci",
+                "{order: 2}",
+            ]);
+            assert_has(&goal, "Goal finished with status: SUCCEEDED\n");
+            drop(actions);
+        },
+    );
 }
 
 #[test]
@@ -445,6 +600,6 @@ fn interface_show_prints_the_official_definitions() {
     assert!(run_ok(&["interface", "list"]).contains("std_msgs/msg/String\n"));
     assert_has(
         &run_err(&["interface", "show", "nope/msg/Nope"]),
-        "Unknown interface",
+        "error: message type 'nope/msg/Nope' is not one rclev ships",
     );
 }

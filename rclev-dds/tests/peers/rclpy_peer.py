@@ -502,8 +502,62 @@ def flood_client(node, name, secs):
     return 0
 
 
+def logger_server(node, secs):
+    """A second node, `rclpy_logs`, offering the logger services (`enable_logger_service`),
+    spun with this one for `secs` seconds."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    logs = rclpy.create_node("rclpy_logs", enable_logger_service=True)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    executor.add_node(logs)
+    print("logger_server: up", flush=True)
+    deadline = time.monotonic() + float(secs)
+    try:
+        while time.monotonic() < deadline and rclpy.ok():
+            executor.spin_once(timeout_sec=0.05)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    executor.remove_node(logs)
+    logs.destroy_node()
+    return 0
+
+
+def logger_client(node, target, logger):
+    """Drives `target`'s `~/get_logger_levels` and `~/set_logger_levels` about `logger` (and
+    its child, and a logger never set) and prints every answer."""
+    from rcl_interfaces.msg import LoggerLevel
+    from rcl_interfaces.srv import GetLoggerLevels, SetLoggerLevels
+
+    get = node.create_client(GetLoggerLevels, f"{target}/get_logger_levels")
+    put = node.create_client(SetLoggerLevels, f"{target}/set_logger_levels")
+    for c in (get, put):
+        if not c.wait_for_service(timeout_sec=LIMIT):
+            print("logger_client: services not ready")
+            return 1
+
+    def call(client, request):
+        future = client.call_async(request)
+        spin_until(node, future.done)
+        return future.result()
+
+    def show(names):
+        answer = call(get, GetLoggerLevels.Request(names=names))
+        print("get: " + " ".join(f"{l.name}={l.level}" for l in answer.levels), flush=True)
+
+    show([logger, f"{logger}.child", "never.set"])
+    levels = [(logger, 40), (f"{logger}.child", 10), (logger, 33), ("", 30)]
+    answer = call(put, SetLoggerLevels.Request(
+        levels=[LoggerLevel(name=n, level=v) for n, v in levels]))
+    for (n, v), r in zip(levels, answer.results):
+        print(f"set {n or '(default)'}={v}: "
+              + ("ok" if r.successful else f"refused: {r.reason}"), flush=True)
+    show([logger, f"{logger}.child", "", "never.set"])
+    return 0
+
+
 # The modes told how long to run: which argument says so.
-SECS_ARG = {"stay": 0, "param_server": 0, "flood_client": 1}
+SECS_ARG = {"stay": 0, "param_server": 0, "flood_client": 1, "logger_server": 0}
 
 
 def main():

@@ -12,6 +12,8 @@
 //! cargo run -p rclev-dds --example chatter -- talker --ros-args \
 //!     -r chatter:=talk -r __ns:=/robot1 -r __node:=left --log-level debug
 //! # a node /robot1/left publishing /robot1/talk
+//! cargo run -p rclev-dds --example chatter -- talker --ros-args -p message:=Hi
+//! cargo run -p rclev-dds --example chatter -- talker --ros-args --params-file talker.yaml
 //! ```
 //!
 //! `ROS_DOMAIN_ID`, `ROS_AUTOMATIC_DISCOVERY_RANGE` and `ROS_STATIC_PEERS` apply as in ROS 2.
@@ -34,10 +36,17 @@ fn main() -> Result<(), rclev::Error> {
         "talker" => {
             let node = executor.create_node("talker")?;
             let publisher = node.create_publisher::<StringMsg>("chatter")?;
+            // What it says, a parameter: `-p message:=Hi` or a params file sets it, and
+            // `rclev param set` changes it while it runs.
+            let message = node
+                .declare_typed_parameter::<String>("message")
+                .default("Hello World".into())
+                .description("the text published, before the count")
+                .declare()?;
             let mut count = 0;
             let _timer = node.create_timer_repeating(Duration::from_millis(100), move || {
                 count += 1;
-                let data = format!("Hello World: {count}");
+                let data = format!("{}: {count}", message.get());
                 println!("Publishing: '{data}'");
                 publisher.publish(StringMsg { data }).unwrap();
             })?;

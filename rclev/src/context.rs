@@ -51,6 +51,15 @@ impl Context {
         if !arguments.stdout_logs() {
             crate::logging::console::set_stdout_logs(false);
         }
+        // rcl's log file: asked for explicitly, it is not silently left out.
+        if arguments.log_file_name().is_some() || arguments.external_lib_logs() == Some(true) {
+            tracing::warn!(
+                target: "rclev",
+                "--log-file-name / --enable-external-lib-logs: rclev writes no log file (rcl's \
+                 file logging); records go to the console, /rosout and `tracing`: install a \
+                 tracing subscriber that writes files (e.g. tracing-appender) to keep them"
+            );
+        }
         Self {
             transport,
             arguments,

@@ -63,6 +63,13 @@ fn remapping_renames_the_node_and_moves_its_names() {
         "/abs/in:=/moved/in",
         "-r",
         "reset:=reset_all",
+        // An action's name as a whole, as Kilted's rcl remaps it (ros2/rcl#1170; Jazzy's rcl
+        // does not, and remaps only rules naming the action's topics and services, which
+        // apply here too).
+        "-r",
+        "fib:=fibonacci",
+        "-r",
+        "/robot1/fibonacci/_action/status:=/robot1/fib_status",
         "--",
     ]);
     let executor = ctx.create_basic_executor();
@@ -85,15 +92,23 @@ fn remapping_renames_the_node_and_moves_its_names() {
         .create_service::<Trigger, _>("reset", |_| Trigger_Response::default())
         .unwrap();
     let _client = node.create_client::<Trigger>("~/private_srv").unwrap();
+    let _fib = node
+        .create_action_client::<rclev::interfaces::example_interfaces::action::Fibonacci>("fib")
+        .unwrap();
     assert_eq!(
         endpoints(&node, "/robot1/renamed"),
         [
+            "cli /robot1/fibonacci/_action/cancel_goal",
+            "cli /robot1/fibonacci/_action/get_result",
+            "cli /robot1/fibonacci/_action/send_goal",
             "cli /robot1/renamed/private_srv",
             "pub /robot1/renamed/state",
             "pub /robot1/renamed/status",
             "pub /robot1/talk",
             "srv /robot1/reset_all",
             "sub /moved/in",
+            "sub /robot1/fib_status",
+            "sub /robot1/fibonacci/_action/feedback",
             "sub /robot1/image_raw",
         ]
     );

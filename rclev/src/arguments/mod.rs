@@ -26,7 +26,8 @@
 //! - `--enable-`/`--disable-rosout-logs` (whether nodes publish on `/rosout`),
 //!   `--enable-`/`--disable-stdout-logs` (whether records are printed on the console),
 //!   `--enable-`/`--disable-external-lib-logs` and `--log-file-name prefix` (rcl's log file:
-//!   rclev writes none, so these are accepted and have nothing to turn off).
+//!   rclev writes none: `--disable-external-lib-logs` is accepted as is, and asking for a file
+//!   with the other two is accepted with a warning saying so).
 //!
 //! Refused, with [`Error::InvalidArgument`]: any other argument inside `--ros-args` (rclpy
 //! and rclcpp refuse them as unknown ROS arguments), a flag without its value, a malformed

@@ -14,7 +14,8 @@ use rclev::{Context, SpinOptions};
 #[tokio::main]
 async fn main() -> Result<(), rclev::Error> {
     // Created inside a runtime, the executor adopts it.
-    let executor = Context::default().create_basic_executor();
+    // The process's --ros-args apply to its nodes (remaps, parameters, log levels).
+    let executor = Context::from_env()?.create_basic_executor();
     let node = executor.create_node("async_demo")?;
 
     let _subscription =

@@ -15,7 +15,8 @@ use rclev::{
 };
 
 fn main() -> Result<(), rclev::Error> {
-    let executor = Context::default().create_basic_executor();
+    // The process's --ros-args apply to its nodes (remaps, parameters, log levels).
+    let executor = Context::from_env()?.create_basic_executor();
     let server_node = executor.create_node("fibonacci_server")?;
     let _server = server_node.create_action_server::<Fibonacci, _, _, _, _>(
         "fibonacci",

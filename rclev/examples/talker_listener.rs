@@ -8,7 +8,8 @@ use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::{Context, SpinOptions};
 
 fn main() -> Result<(), rclev::Error> {
-    let executor = Context::default().create_basic_executor();
+    // The process's --ros-args apply to its nodes (remaps, parameters, log levels).
+    let executor = Context::from_env()?.create_basic_executor();
     let listener = executor.create_node("listener")?;
     let _subscription = listener.create_subscription::<StringMsg, _>("chatter", |msg| {
         println!("I heard: '{}'", msg.data);

@@ -22,7 +22,8 @@ use rclev_interfaces_demo::robot_msgs::srv::{
 };
 
 fn main() -> Result<(), rclev::Error> {
-    let executor = Context::default().create_basic_executor();
+    // The process's --ros-args apply to its nodes (remaps, parameters, log levels).
+    let executor = Context::from_env()?.create_basic_executor();
     let node = executor.create_node("robot")?;
     let clock = node.get_clock();
 

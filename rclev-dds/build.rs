@@ -8,10 +8,25 @@
 //!    `$RCLEV_ORACLE_VENV` or `<workspace>/target/oracle-venv`, which `bash .ci/oracles`
 //!    installs.
 //!
-//! The library directories go into the binaries' run path (DT_RPATH, so that libfastrtps's own
-//! vendored dependencies resolve too) and to dependents as `DEP_FASTRTPS_LIBDIRS`.
+//! Where the libraries are at run time (README, "Deploying"):
+//! - this crate's own examples, tests and benches get the library directories as their run path
+//!   (DT_RPATH, so that libfastrtps's own vendored dependencies resolve too);
+//! - other crates' binaries: `cargo:rustc-link-arg` does not reach dependents, so the libraries
+//!   the binaries load (libfastrtps, libfastcdr and the non-system libraries they need, found
+//!   by their DT_NEEDED entries) are symlinked into `$OUT_DIR/fastdds-lib`, the one directory
+//!   given to the linker: cargo puts link-search directories that lie inside its target
+//!   directory on `LD_LIBRARY_PATH` for `cargo run`, `cargo test` and build scripts, so
+//!   `cargo run` works in any crate that depends on this one;
+//! - binaries run without cargo (`cargo install`, a copy): dependents read
+//!   `DEP_FASTRTPS_RPATH_ARG`, a linker argument putting the library directories on the run
+//!   path (`println!("cargo:rustc-link-arg={}", std::env::var("DEP_FASTRTPS_RPATH_ARG")?)` in
+//!   their build.rs), or `DEP_FASTRTPS_LIBDIRS`, the directories themselves.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+use object::read::elf::FileHeader;
+use object::{elf, Endianness, FileKind};
 
 fn has_fastdds(prefix: &Path) -> bool {
     prefix
@@ -60,6 +75,85 @@ fn find_prefix() -> Result<(PathBuf, &'static str), String> {
          (Fast DDS 2.14.5 from PyPI) into {}",
         venv.display()
     ))
+}
+
+/// The SONAME and the DT_NEEDED entries of an ELF shared library (32- or 64-bit, either byte
+/// order, read from its `SHT_DYNAMIC` section); `None` for anything else (e.g. a linker script
+/// named `.so`).
+fn elf_dynamic(path: &Path) -> Option<(Option<String>, Vec<String>)> {
+    fn read<Elf: FileHeader<Endian = Endianness>>(
+        data: &[u8],
+    ) -> Option<(Option<String>, Vec<String>)> {
+        let header = Elf::parse(data).ok()?;
+        let endian = header.endian().ok()?;
+        let sections = header.sections(endian, data).ok()?;
+        let table = sections.dynamic_table(endian, data).ok()?;
+        if table.is_empty() {
+            return None;
+        }
+        let (mut soname, mut needed) = (None, Vec::new());
+        for entry in &table {
+            let string = || {
+                let bytes = table.string(entry).ok()?;
+                String::from_utf8(bytes.to_vec()).ok()
+            };
+            match entry.tag {
+                elf::DT_NEEDED => needed.push(string()?),
+                elf::DT_SONAME => soname = Some(string()?),
+                _ => {}
+            }
+        }
+        Some((soname, needed))
+    }
+    let data = std::fs::read(path).ok()?;
+    match FileKind::parse(&*data).ok()? {
+        FileKind::Elf32 => read::<elf::FileHeader32<Endianness>>(&data),
+        FileKind::Elf64 => read::<elf::FileHeader64<Endianness>>(&data),
+        _ => None,
+    }
+}
+
+/// Makes `dir` a directory of symlinks to what a binary linking `-lfastrtps -lfastcdr` loads
+/// from `lib_dirs`: the two link names, their SONAMEs, and the closure of their DT_NEEDED
+/// entries that `lib_dirs` hold (the rest are the system's). `Err` with what went wrong.
+fn stage_runtime_libs(lib_dirs: &[PathBuf], dir: &Path) -> Result<(), String> {
+    let find = |name: &str| lib_dirs.iter().map(|d| d.join(name)).find(|p| p.exists());
+    // Afresh each time: a previous run may have linked another Fast DDS.
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut staged = BTreeSet::new();
+    let mut stage = |name: &str, target: &Path| -> Result<(), String> {
+        if staged.insert(name.to_string()) {
+            std::os::unix::fs::symlink(target, dir.join(name))
+                .map_err(|e| format!("symlink {}: {e}", dir.join(name).display()))?;
+        }
+        Ok(())
+    };
+    let mut queue = Vec::new();
+    for link_name in ["libfastrtps.so", "libfastcdr.so"] {
+        let path = find(link_name).ok_or_else(|| format!("no {link_name} in {lib_dirs:?}"))?;
+        stage(link_name, &path)?;
+        let (soname, needed) = elf_dynamic(&path)
+            .ok_or_else(|| format!("{} is not an ELF shared library", path.display()))?;
+        if let Some(soname) = soname {
+            stage(&soname, &path)?;
+        }
+        queue.extend(needed);
+    }
+    let mut seen = BTreeSet::new();
+    while let Some(name) = queue.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let Some(path) = find(&name) else {
+            continue; // a system library: the loader finds it by itself
+        };
+        stage(&name, &path)?;
+        let (_, needed) = elf_dynamic(&path)
+            .ok_or_else(|| format!("{} is not an ELF shared library", path.display()))?;
+        queue.extend(needed);
+    }
+    Ok(())
 }
 
 fn main() {
@@ -115,8 +209,23 @@ fn main() {
         println!("cargo:rustc-link-lib=dylib=ubsan");
     }
 
+    // The one link-search directory, inside OUT_DIR: cargo puts it on LD_LIBRARY_PATH when it
+    // runs a dependent's binaries and tests (see the top of this file). It holds only what the
+    // binaries load, so dependents' links do not search a whole ROS prefix for their own -l.
+    let run_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("fastdds-lib");
+    match stage_runtime_libs(&lib_dirs, &run_dir) {
+        Ok(()) => println!("cargo:rustc-link-search=native={}", run_dir.display()),
+        Err(e) => {
+            println!(
+                "cargo:warning=rclev-dds: {e}; `cargo run` of crates depending on rclev-dds \
+                 will need LD_LIBRARY_PATH (README, \"Deploying\")"
+            );
+            for dir in &lib_dirs {
+                println!("cargo:rustc-link-search=native={}", dir.display());
+            }
+        }
+    }
     for dir in &lib_dirs {
-        println!("cargo:rustc-link-search=native={}", dir.display());
         // RPATH rather than RUNPATH: it also serves libfastrtps's own dependencies.
         println!(
             "cargo:rustc-link-arg=-Wl,--disable-new-dtags,-rpath,{}",
@@ -128,6 +237,15 @@ fn main() {
     println!("cargo:rustc-link-lib=dylib=fastcdr");
     let dirs: Vec<String> = lib_dirs.iter().map(|d| d.display().to_string()).collect();
     println!("cargo:libdirs={}", dirs.join(":"));
+    // For dependents' build scripts (DEP_FASTRTPS_RPATH_ARG): one `cargo:rustc-link-arg` puts
+    // the libraries on their binaries' run path, for binaries run without cargo (`cargo
+    // install`, a copy on the same host). The directories, not `run_dir`: `cargo install`
+    // deletes its target directory. RPATH rather than RUNPATH, as above; ld.so splits the
+    // colon-separated list.
+    println!(
+        "cargo:rpath_arg=-Wl,--disable-new-dtags,-rpath,{}",
+        dirs.join(":")
+    );
     // For the tests that build C++ peers against the same Fast DDS (tests/hostile.rs).
     println!(
         "cargo:rustc-env=RCLEV_DDS_FASTDDS_INCLUDE={}",

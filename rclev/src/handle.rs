@@ -7,8 +7,10 @@ use std::sync::{Arc, Weak};
 /// while any clone does.
 ///
 /// It is `#[must_use]`, unlike a bare `Arc`: `node.create_timer_repeating(..)?;` would drop the
-/// timer at once, so it never fires, and the compiler says so. Derefs to the entity's state
-/// type, whose methods it offers.
+/// timer at once, so it never fires, and the compiler says so. Its hint, `let _ = …`, is the
+/// same mistake without the warning: `_` binds nothing, so the handle is dropped at once too.
+/// Keep it in a named binding (`let _timer = …` lives to the end of its scope). Derefs to the
+/// entity's state type, whose methods it offers.
 ///
 /// ```compile_fail
 /// #![deny(unused_must_use)]
@@ -25,7 +27,7 @@ use std::sync::{Arc, Weak};
 ///     Ok(timer)
 /// }
 /// ```
-#[must_use = "dropping this handle at once cancels the entity: keep it (e.g. `let _timer = ...`)"]
+#[must_use = "dropping this handle cancels the entity at once, and `let _ = …` drops it too: keep it in a named binding (`let _timer = …`)"]
 pub struct Handle<T: ?Sized>(Arc<T>);
 
 impl<T> Handle<T> {

@@ -132,7 +132,7 @@ struct JumpEntry {
 }
 
 /// Keeps jump callbacks registered; dropping it unregisters them.
-#[must_use = "dropping this handle unregisters the jump callbacks at once"]
+#[must_use = "dropping this handle unregisters the jump callbacks at once, and `let _ = …` drops it too: keep it in a named binding (`let _jumps = …`)"]
 pub struct JumpHandle {
     _entry: Arc<JumpEntry>,
 }

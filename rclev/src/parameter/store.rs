@@ -134,7 +134,7 @@ impl Drop for SettingHere {
 }
 
 /// Keeps a set-callback registered; dropping it unregisters the callback.
-#[must_use = "dropping this handle unregisters the callback at once"]
+#[must_use = "dropping this handle unregisters the callback at once, and `let _ = …` drops it too: keep it in a named binding (`let _callback = …`)"]
 pub struct SetCallbackHandle {
     _callback: Arc<SetCallback>,
 }

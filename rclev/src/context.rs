@@ -17,6 +17,25 @@ use crate::transport::{IntraProcess, Transport};
 /// with `--ros-args` (by a launch file) should use [`from_env`](Self::from_env) or its
 /// transport's equivalent, and `default()` warns once when the process has `--ros-args` it
 /// ignores.
+///
+/// ```
+/// use rclev::interfaces::std_msgs::msg::String as StringMsg;
+/// use rclev::Context;
+///
+/// // A program's own arguments: here given, usually `Context::from_env()?` (in process) or
+/// // `rclev_dds::DdsTransport::context()?` (over DDS).
+/// let context = Context::from_args(["driver", "--ros-args", "-r", "__ns:=/robot"])?;
+/// assert_eq!(context.arguments().non_ros_arguments(), ["driver"]);
+/// // Executors of one context share its transport: their nodes hear each other.
+/// let (one, two) = (context.create_basic_executor(), context.create_basic_executor());
+/// let talker = one.create_node("talker")?;
+/// let listener = two.create_node("listener")?;
+/// assert_eq!(listener.fully_qualified_name(), "/robot/listener");
+/// let chatter = listener.create_subscription_stream::<StringMsg>("chatter")?;
+/// talker.create_publisher::<StringMsg>("chatter")?.publish(StringMsg { data: "hi".into() })?;
+/// assert_eq!(chatter.try_recv().unwrap().0.data, "hi");
+/// # Ok::<(), rclev::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Context {
     transport: Arc<dyn Transport>,
@@ -88,7 +107,10 @@ impl Context {
         ))
     }
 
-    /// An in-process context with the process's arguments ([`Arguments::from_env`]).
+    /// An in-process context with the process's arguments ([`Arguments::from_env`]): what a
+    /// program started by `ros2 run` or a launch file uses, so that its `--ros-args` (`-r`,
+    /// `-p use_sim_time:=true`, `--log-level` …) apply. Malformed or unknown ROS arguments are
+    /// an [`Error::InvalidArgument`](crate::Error::InvalidArgument).
     pub fn from_env() -> Result<Self> {
         Ok(Self::new(
             Arc::new(IntraProcess::new()),
@@ -106,8 +128,20 @@ impl Context {
         &self.transport
     }
 
-    /// An executor with default options: it adopts the current Tokio runtime when created
-    /// inside one, and otherwise owns a two-thread runtime.
+    /// An executor with default options ([`RuntimeChoice::Auto`](crate::RuntimeChoice::Auto)):
+    /// created inside a Tokio runtime it adopts that runtime, and outside one it gives every
+    /// worker a thread of its own.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_node("demo")?;
+    /// // … entities …
+    /// let errors = executor.spin(rclev::SpinOptions::default().timeout(Duration::from_millis(10)));
+    /// assert!(errors.is_empty());
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     ///
     /// # Panics
     /// Only if the operating system refuses to create the runtime's threads; use
@@ -118,6 +152,22 @@ impl Context {
     }
 
     /// An executor with the given options.
+    ///
+    /// ```
+    /// use rclev::{ExecutorOptions, RuntimeChoice, TimerPrecision};
+    /// use std::sync::Arc;
+    ///
+    /// let options = ExecutorOptions {
+    ///     runtime: RuntimeChoice::Own { worker_threads: 2 }, // one pool for every worker
+    ///     timer_precision: TimerPrecision::low_cpu(),        // no busy-waiting for deadlines
+    ///     error_handler: Some(Arc::new(|e: &rclev::Error| eprintln!("callback failed: {e}"))),
+    ///     handle_sigint: false,                               // the program handles Ctrl-C
+    ///     ..ExecutorOptions::default()
+    /// };
+    /// let executor = rclev::Context::default().create_executor(options)?;
+    /// let node = executor.create_node("demo")?;
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_executor(&self, options: ExecutorOptions) -> Result<Executor> {
         Executor::new(self.clone(), options)
     }

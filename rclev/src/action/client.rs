@@ -54,6 +54,29 @@ struct ClientInner<A: ActionType> {
 
 /// An action client. Responses, feedback and status are taken by its worker, so the executor
 /// must be spinning for its futures to resolve.
+///
+/// ```
+/// use rclev::interfaces::example_interfaces::action::Fibonacci;
+/// use rclev::SpinOptions;
+/// use std::time::Duration;
+///
+/// let executor = rclev::Context::default().create_basic_executor();
+/// let node = executor.create_node("navigator")?;
+/// let client = node.create_action_client::<Fibonacci>("fibonacci")?;
+/// assert_eq!(client.action_name(), "/fibonacci");
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let errors = executor.spin(
+///     SpinOptions::default()
+///         .until_promise_resolved(async move {
+///             // No server: `Some(limit)` gives up with `Error::Timeout` (`None` waits on).
+///             tx.send(client.wait_for_server(Some(Duration::from_millis(10))).await).unwrap();
+///         })
+///         .timeout(Duration::from_secs(5)),
+/// );
+/// assert!(errors.is_empty());
+/// assert!(matches!(rx.try_recv().unwrap(), Err(rclev::Error::Timeout { .. })));
+/// # Ok::<(), rclev::Error>(())
+/// ```
 pub struct ActionClientState<A: ActionType> {
     inner: Arc<ClientInner<A>>,
 }

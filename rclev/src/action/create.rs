@@ -13,6 +13,62 @@ impl NodeState {
     /// An action server whose callbacks run on the node's worker: `goal` accepts or rejects
     /// goals, `cancel` answers cancel requests, and `execute` runs each accepted goal as an
     /// async task that ends with [`GoalEnd`](crate::GoalEnd). See [`crate::action`].
+    ///
+    /// ```
+    /// use rclev::interfaces::example_interfaces::action::{
+    ///     Fibonacci, Fibonacci_Feedback, Fibonacci_Goal, Fibonacci_Result,
+    /// };
+    /// use rclev::{
+    ///     ActionServerOptions, CancelResponse, GoalEnd, GoalResponse, GoalState, ServerGoalHandle,
+    ///     SpinOptions,
+    /// };
+    /// use std::time::Duration;
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_node("fibonacci_server")?;
+    /// let _server = node.create_action_server::<Fibonacci, _, _, _, _>(
+    ///     "fibonacci",
+    ///     ActionServerOptions::default(),
+    ///     |_id, goal: &Fibonacci_Goal| match goal.order {
+    ///         0.. => GoalResponse::AcceptAndExecute,
+    ///         _ => GoalResponse::Reject,
+    ///     },
+    ///     |_goal: &ServerGoalHandle<Fibonacci>| CancelResponse::Accept,
+    ///     |goal: ServerGoalHandle<Fibonacci>| async move {
+    ///         let mut sequence = vec![0, 1];
+    ///         for i in 1..goal.goal().order as usize {
+    ///             if goal.is_cancel_requested() {
+    ///                 return GoalEnd::Canceled(Fibonacci_Result { sequence });
+    ///             }
+    ///             sequence.push(sequence[i] + sequence[i - 1]);
+    ///             let _ = goal.publish_feedback(Fibonacci_Feedback { sequence: sequence.clone() });
+    ///             tokio::time::sleep(Duration::from_millis(1)).await; // the work
+    ///         }
+    ///         GoalEnd::Succeeded(Fibonacci_Result { sequence })
+    ///     },
+    /// )?;
+    ///
+    /// let client = node.create_action_client::<Fibonacci>("fibonacci")?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let errors = executor.spin(
+    ///     SpinOptions::default()
+    ///         .until_promise_resolved(async move {
+    ///             let rejected = client.send_goal(Fibonacci_Goal { order: -1 }).await;
+    ///             assert!(matches!(rejected, Err(rclev::Error::GoalRejected)));
+    ///             let outcome = async {
+    ///                 let goal = client.send_goal(Fibonacci_Goal { order: 5 }).await?;
+    ///                 goal.result().await
+    ///             };
+    ///             tx.send(outcome.await).unwrap();
+    ///         })
+    ///         .timeout(Duration::from_secs(5)),
+    /// );
+    /// assert!(errors.is_empty());
+    /// let (state, result) = rx.try_recv().unwrap()?;
+    /// assert_eq!(state, GoalState::Succeeded);
+    /// assert_eq!(result.sequence, [0, 1, 1, 2, 3, 5]);
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_action_server<A, G, C, E, Fut>(
         &self,
         name: &str,
@@ -40,6 +96,53 @@ impl NodeState {
 
     /// An action server with a plain execute callback: it gets each accepted goal's handle and
     /// finishes it (now or later, from anywhere) with `succeed`/`abort`/`canceled`.
+    ///
+    /// ```
+    /// use rclev::interfaces::example_interfaces::action::{Fibonacci, Fibonacci_Goal, Fibonacci_Result};
+    /// use rclev::{ActionServerOptions, CancelResponse, GoalResponse, GoalState, ServerGoalHandle, SpinOptions};
+    /// use std::time::Duration;
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_node("planner")?;
+    /// let (goals, queue) = std::sync::mpsc::channel::<ServerGoalHandle<Fibonacci>>();
+    /// let server = node.create_action_server_with_callback::<Fibonacci, _, _, _>(
+    ///     "fibonacci",
+    ///     ActionServerOptions::default(),
+    ///     |_id, _goal| GoalResponse::AcceptAndExecute,
+    ///     |_goal| CancelResponse::Reject,
+    ///     move |goal| goals.send(goal).unwrap(), // hand it over; return at once
+    /// )?;
+    /// // Goals are finished elsewhere: here by a thread of the program's own.
+    /// let planner = std::thread::spawn(move || {
+    ///     for goal in queue {
+    ///         let mut sequence = vec![0, 1];
+    ///         for i in 1..goal.goal().order as usize {
+    ///             sequence.push(sequence[i] + sequence[i - 1]);
+    ///         }
+    ///         goal.succeed(Fibonacci_Result { sequence }).unwrap();
+    ///     }
+    /// });
+    ///
+    /// let client = node.create_action_client::<Fibonacci>("fibonacci")?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let errors = executor.spin(
+    ///     SpinOptions::default()
+    ///         .until_promise_resolved(async move {
+    ///             let outcome = async {
+    ///                 let goal = client.send_goal(Fibonacci_Goal { order: 4 }).await?;
+    ///                 goal.result().await
+    ///             };
+    ///             tx.send(outcome.await).unwrap();
+    ///         })
+    ///         .timeout(Duration::from_secs(5)),
+    /// );
+    /// assert!(errors.is_empty());
+    /// let (state, result) = rx.try_recv().unwrap()?;
+    /// assert_eq!((state, result.sequence), (GoalState::Succeeded, vec![0, 1, 1, 2, 3]));
+    /// drop(server); // drops the execute callback and its sender: the planner's loop ends
+    /// planner.join().unwrap();
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_action_server_with_callback<A, G, C, E>(
         &self,
         name: &str,
@@ -65,6 +168,51 @@ impl NodeState {
     }
 
     /// An action client whose responses are taken on the node's worker.
+    ///
+    /// ```
+    /// use rclev::interfaces::example_interfaces::action::{
+    ///     Fibonacci, Fibonacci_Feedback, Fibonacci_Goal, Fibonacci_Result,
+    /// };
+    /// use rclev::{ActionServerOptions, CancelResponse, GoalResponse, GoalState, ServerGoalHandle, SpinOptions};
+    /// use std::time::Duration;
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_node("fibonacci_client")?;
+    /// let client = node.create_action_client::<Fibonacci>("fibonacci")?;
+    /// assert!(!client.server_is_available());
+    /// # let _server = node.create_action_server_with_callback::<Fibonacci, _, _, _>(
+    /// #     "fibonacci",
+    /// #     ActionServerOptions::default(),
+    /// #     |_id, _goal| GoalResponse::AcceptAndExecute,
+    /// #     |_goal| CancelResponse::Accept,
+    /// #     |goal: ServerGoalHandle<Fibonacci>| {
+    /// #         goal.publish_feedback(Fibonacci_Feedback { sequence: vec![0, 1, 1] }).unwrap();
+    /// #         goal.succeed(Fibonacci_Result { sequence: vec![0, 1, 1, 2] }).unwrap();
+    /// #     },
+    /// # )?;
+    /// // … a server for "fibonacci" starts, in this process or another …
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let errors = executor.spin(
+    ///     SpinOptions::default()
+    ///         .until_promise_resolved(async move {
+    ///             let outcome = async {
+    ///                 client.wait_for_server(Some(Duration::from_secs(5))).await?;
+    ///                 let goal = client.send_goal(Fibonacci_Goal { order: 3 }).await?;
+    ///                 let mut feedback = goal.feedback()?; // a `Stream` too
+    ///                 while let Some(partial) = feedback.recv().await {
+    ///                     println!("so far: {:?}", partial.sequence);
+    ///                 }
+    ///                 goal.result().await
+    ///             };
+    ///             tx.send(outcome.await).unwrap();
+    ///         })
+    ///         .timeout(Duration::from_secs(10)),
+    /// );
+    /// assert!(errors.is_empty());
+    /// let (state, result) = rx.try_recv().unwrap()?;
+    /// assert_eq!((state, result.sequence), (GoalState::Succeeded, vec![0, 1, 1, 2]));
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_action_client<A: crate::msg::ActionType>(
         &self,
         name: &str,
@@ -75,7 +223,34 @@ impl NodeState {
 
 impl<P: Send + 'static> WorkerState<P> {
     /// An action server whose callbacks run on this worker (see
-    /// [`NodeState::create_action_server`](crate::NodeState::create_action_server)).
+    /// [`NodeState::create_action_server`](crate::NodeState::create_action_server)). They do
+    /// not get the worker's payload.
+    ///
+    /// ```
+    /// use rclev::interfaces::example_interfaces::action::{Fibonacci, Fibonacci_Result};
+    /// use rclev::{ActionServerOptions, CancelResponse, GoalEnd, GoalResponse};
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_node("fibonacci_server")?;
+    /// let worker = node.create_worker(())?; // apart from the node's other callbacks
+    /// let server = worker.create_action_server::<Fibonacci, _, _, _, _>(
+    ///     "~/fibonacci",
+    ///     ActionServerOptions::default(),
+    ///     |_id, _goal| GoalResponse::AcceptAndExecute,
+    ///     |_goal| CancelResponse::Reject,
+    ///     |goal| async move {
+    ///         let mut sequence = vec![0, 1];
+    ///         for i in 1..goal.goal().order as usize {
+    ///             sequence.push(sequence[i] + sequence[i - 1]);
+    ///         }
+    ///         GoalEnd::Succeeded(Fibonacci_Result { sequence })
+    ///     },
+    /// )?;
+    /// assert_eq!(server.action_name(), "/fibonacci_server/fibonacci");
+    /// let client = node.create_action_client::<Fibonacci>("/fibonacci_server/fibonacci")?;
+    /// assert!(client.server_is_available());
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_action_server<A, G, C, E, Fut>(
         &self,
         name: &str,
@@ -102,6 +277,18 @@ impl<P: Send + 'static> WorkerState<P> {
     }
 
     /// An action client whose responses are taken on this worker.
+    ///
+    /// ```
+    /// use rclev::interfaces::example_interfaces::action::Fibonacci;
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_node("navigator")?;
+    /// let worker = node.create_worker(())?;
+    /// let client = worker.create_action_client::<Fibonacci>("fibonacci")?;
+    /// assert_eq!(client.action_name(), "/fibonacci");
+    /// assert!(!client.server_is_available());
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_action_client<A: crate::msg::ActionType>(
         &self,
         name: &str,

@@ -12,8 +12,8 @@
 //! ```
 //!
 //! What is read, with rcl's meaning:
-//! - `-r`/`--remap [node:]from:=to`, `__node:=`/`__name:=`, `__ns:=` ([`remap`] says how
-//!   rules apply);
+//! - `-r`/`--remap [node:]from:=to`, `__node:=`/`__name:=`, `__ns:=` (`arguments/remap.rs`
+//!   says how rules apply);
 //! - `-p`/`--param [node:]name:=value` (a YAML value, typed as rcl types it) and
 //!   `--params-file file.yaml` (rcl's format: `/**:`, `node:`, `/ns/node:`, `ns/*:` keys with
 //!   `ros__parameters`), in one store in the order given: for a node, every key that matches
@@ -108,6 +108,26 @@ impl NodeParameters {
 }
 
 /// Parsed ROS arguments (see the [module docs](self)). Cheap to clone.
+///
+/// A context takes them for its nodes: [`Context::new`](crate::Context::new)`(transport,
+/// arguments)`, or the shorthands that parse the process's own (`Context::from_env()`,
+/// `rclev_dds::DdsTransport::context()`).
+///
+/// ```
+/// use rclev::transport::IntraProcess;
+/// use rclev::{Arguments, Context, ParameterValue};
+/// use std::sync::Arc;
+///
+/// let arguments = Arguments::parse([
+///     "talker", "--ros-args", "-r", "chatter:=news", "-p", "talker:rate:=5.0", "--", "--verbose",
+/// ])?;
+/// assert_eq!(arguments.non_ros_arguments(), ["talker", "--verbose"]);
+/// let context = Context::new(Arc::new(IntraProcess::new()), arguments);
+/// let node = context.create_basic_executor().create_node("talker")?;
+/// assert_eq!(node.resolve_topic_name("chatter")?, "/news");
+/// assert_eq!(node.declare_parameter("rate", 1.0)?, ParameterValue::Double(5.0));
+/// # Ok::<(), rclev::Error>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Arguments {
     inner: Arc<Parsed>,
@@ -430,7 +450,7 @@ fn logging_flag(arg: &str) -> Option<(LoggingFlag, bool)> {
 
 /// The parameter overrides `args` give a node called `node` in the root namespace (see
 /// [`Arguments::parameter_overrides_for`] for a node anywhere). Like rcl, malformed ROS
-/// arguments are an [`Error::InvalidArgument`](crate::Error::InvalidArgument) whichever node
+/// arguments are an [`Error::InvalidArgument`] whichever node
 /// they name.
 pub fn parse_ros_args<S: AsRef<str>>(
     args: &[S],

@@ -186,6 +186,28 @@ impl Clock {
     /// serialised, so a callback cannot start another one: setting the node's `use_sim_time`
     /// from inside is refused with
     /// [`crate::ParameterError::Rejected`].
+    ///
+    /// ```
+    /// use rclev::{ClockChange, JumpThreshold};
+    /// use std::sync::mpsc;
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_node("follower")?;
+    /// let (tx, rx) = mpsc::channel();
+    /// let threshold = JumpThreshold { on_clock_change: true, ..JumpThreshold::default() };
+    /// // Keep the handle: the callbacks are unregistered when it is dropped.
+    /// let _jumps = node.get_clock().create_jump_callback(
+    ///     threshold,
+    ///     |_jump| {}, // before the clock changes
+    ///     move |jump| tx.send(jump.clock_change).unwrap(),
+    /// )?;
+    /// // Switching simulation time on calls them on this thread.
+    /// node.set_parameter("use_sim_time", true)?;
+    /// assert_eq!(rx.try_recv(), Ok(ClockChange::RosTimeActivated));
+    /// // Only ROS-time clocks jump.
+    /// assert!(rclev::Clock::steady().create_jump_callback(threshold, |_| {}, |_| {}).is_err());
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_jump_callback(
         &self,
         threshold: JumpThreshold,

@@ -157,6 +157,17 @@ impl crate::executor::Executor {
     /// Creates a managed node, `unconfigured`, with its lifecycle services and
     /// `~/transition_event` publisher. Accepts a name (`"lc_talker"`) or
     /// [`NodeOptions`](crate::NodeOptions).
+    ///
+    /// ```
+    /// use rclev::lifecycle::{CallbackReturn, State};
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_lifecycle_node("lc_camera")?;
+    /// assert_eq!(node.current_state(), State::Unconfigured);
+    /// node.on_configure(|_previous| CallbackReturn::Success); // open the device …
+    /// assert_eq!(node.configure()?, State::Inactive);
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_lifecycle_node(&self, options: impl IntoNodeOptions) -> Result<LifecycleNode> {
         LifecycleNodeState::create(self.create_node(options)?, self.runtime_handle().clone())
     }
@@ -388,6 +399,28 @@ impl LifecycleNodeState {
     }
 
     /// A publisher that publishes only while the node is active (see [`LifecyclePublisherState`]).
+    ///
+    /// ```
+    /// use rclev::interfaces::std_msgs::msg::String as StringMsg;
+    /// use rclev::SpinOptions;
+    /// use std::time::Duration;
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_lifecycle_node("lc_talker")?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let _listener = node.create_subscription::<StringMsg, _>("lifecycle_chatter", move |msg| {
+    ///     tx.send(msg.data.clone()).unwrap();
+    /// })?;
+    /// let publisher = node.create_lifecycle_publisher::<StringMsg>("lifecycle_chatter")?;
+    /// publisher.publish(StringMsg { data: "not active: dropped".into() })?;
+    /// node.configure()?;
+    /// node.activate()?;
+    /// publisher.publish(StringMsg { data: "active: sent".into() })?;
+    /// let errors = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+    /// assert!(errors.is_empty());
+    /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), ["active: sent"]);
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_lifecycle_publisher<T: Message>(
         &self,
         options: impl IntoPrimitiveOptions,
@@ -404,6 +437,23 @@ impl LifecycleNodeState {
     /// active: created cancelled unless the node is active, restarted (a period from then) on
     /// each activation, cancelled on leaving `active`. A tick already on its way when the node
     /// left `active` is dropped.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_lifecycle_node("lc_sampler")?;
+    /// let timer = node.create_lifecycle_timer_repeating(Duration::from_millis(100), || {
+    ///     println!("sample");
+    /// })?;
+    /// assert!(timer.is_canceled()); // not active yet
+    /// node.configure()?;
+    /// node.activate()?;
+    /// assert!(!timer.is_canceled()); // restarted: the first tick a period from now
+    /// node.deactivate()?;
+    /// assert!(timer.is_canceled());
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_lifecycle_timer_repeating<Args>(
         &self,
         options: impl IntoTimerOptions,

@@ -343,7 +343,24 @@ impl NodeState {
         self.identity.clock_of(clock_type)
     }
 
-    /// A [`Rate`] on the node's ROS-time clock.
+    /// A [`Rate`] on the node's ROS-time clock (so under `use_sim_time` it runs on `/clock`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> rclev::Result<()> {
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_node("poller")?;
+    /// let mut rate = node.create_rate(Duration::from_millis(2));
+    /// for _ in 0..3 {
+    ///     // … one iteration of the loop …
+    ///     // `false`: the sleep was cut short (executor shut down, simulation time switched).
+    ///     assert!(rate.sleep().await);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn create_rate(&self, period: std::time::Duration) -> Rate {
         Rate::new(self.get_clock(), period)
     }
@@ -459,10 +476,35 @@ impl NodeState {
         wrap: plain,
         timer: [Args] impl IntoTimerCallback<Args> => |callback| callback.into_timer_callback(),
         runs: "on the node's default worker",
+        examples: node,
     }
 
     /// A new worker with `payload`, for callbacks that share mutable state. Fails only if
     /// the worker's thread cannot be started.
+    ///
+    /// The callbacks of one worker run one at a time, each with `&mut` the payload, and in
+    /// parallel with other workers' (see [`WorkerState`] for one that is read back):
+    ///
+    /// ```
+    /// use rclev::interfaces::std_msgs::msg::String as StringMsg;
+    /// use rclev::TimerInfo;
+    /// use std::time::Duration;
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_node("logger")?;
+    /// let worker = node.create_worker(Vec::<String>::new())?;
+    /// let _chatter = worker.create_subscription::<StringMsg, _>("chatter", |lines: &mut Vec<String>, msg| {
+    ///     lines.push(msg.data.clone());
+    /// })?;
+    /// // Another callback of the same worker: never at the same time as the one above.
+    /// let _flush = worker.create_timer_repeating(Duration::from_secs(1), |lines: &mut Vec<String>, _: TimerInfo| {
+    ///     for line in lines.drain(..) {
+    ///         println!("{line}");
+    ///     }
+    /// })?;
+    /// assert!(std::sync::Arc::ptr_eq(worker.node(), &node));
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_worker<P: Send + 'static>(self: &Arc<Self>, payload: P) -> Result<Worker<P>> {
         WorkerState::create(self, payload)
     }
@@ -471,7 +513,23 @@ impl NodeState {
 /// Node creation belongs to the node layer; the method sits on the `Executor` a layer above,
 /// as users expect it there.
 impl crate::executor::Executor {
-    /// Creates a node. Accepts a name (`"talker"`) or [`NodeOptions`].
+    /// Creates a node. Accepts a name (`"talker"`) or [`NodeOptions`]. The context's ROS
+    /// arguments apply to it (remapping, `-p` parameter values), then the options' own.
+    ///
+    /// ```
+    /// use rclev::{NodeOptions, ParameterValue};
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let talker = executor.create_node("talker")?;
+    /// assert_eq!(talker.fully_qualified_name(), "/talker");
+    /// let camera = executor.create_node(
+    ///     NodeOptions::new("camera").namespace("/robot1").parameter_override("fps", 30),
+    /// )?;
+    /// assert_eq!(camera.fully_qualified_name(), "/robot1/camera");
+    /// assert_eq!(camera.declare_parameter("fps", 10)?, ParameterValue::Integer(30));
+    /// assert!(matches!(executor.create_node("no spaces"), Err(rclev::Error::InvalidName { .. })));
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
     pub fn create_node(&self, options: impl IntoNodeOptions) -> Result<Node> {
         NodeState::create(self.shared(), options.into_node_options())
     }

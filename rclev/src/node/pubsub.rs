@@ -22,7 +22,29 @@ use crate::qos::{Delivery, IntoPrimitiveOptions, QoSProfile, QosEvent};
 use crate::sync::lock;
 use crate::transport::{Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort};
 
-/// Publishes messages of type `T` on one topic.
+/// Publishes messages of type `T` on one topic. Made by
+/// [`create_publisher`](crate::NodeState::create_publisher); the [`Publisher`] handle is an
+/// `Arc` of it, to share with callbacks.
+///
+/// ```
+/// use rclev::interfaces::std_msgs::msg::String as StringMsg;
+/// use std::sync::Arc;
+///
+/// let executor = rclev::Context::default().create_basic_executor();
+/// let node = executor.create_node("talker")?;
+/// let publisher = node.create_publisher::<StringMsg>("chatter")?;
+/// assert_eq!(publisher.get_subscription_count(), 0);
+/// let _listener = node.create_subscription::<StringMsg, _>("chatter", |_msg| {})?;
+/// assert_eq!(publisher.get_subscription_count(), 1);
+/// // In process every subscription gets this very `Arc`: the message is not copied.
+/// publisher.publish_arc(Arc::new(StringMsg { data: "a big message".into() }))?;
+/// // A message that cannot be sent comes back in the error.
+/// executor.shutdown();
+/// let refused = publisher.publish(StringMsg { data: "too late".into() }).unwrap_err();
+/// assert!(matches!(refused.error, rclev::Error::Shutdown));
+/// assert_eq!(refused.into_inner().data, "too late");
+/// # Ok::<(), rclev::Error>(())
+/// ```
 pub struct PublisherState<T: Message> {
     port: Arc<dyn PublisherPort>,
     events: Arc<EventSink>,
@@ -141,6 +163,33 @@ enum Receiver<T> {
 /// A subscription that runs a callback on its worker for every message. Dropping it (the last
 /// [`Subscription`] handle) unsubscribes at once: even if its callback is running on a worker
 /// right then, no further message is delivered to it.
+///
+/// ```
+/// use rclev::interfaces::std_msgs::msg::Int64;
+/// use rclev::{IntoPrimitiveOptions, QoSProfile, SpinOptions};
+/// use std::time::Duration;
+///
+/// let executor = rclev::Context::default().create_basic_executor();
+/// let node = executor.create_node("follower")?;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// // Keep only the newest message: older ones not taken yet are dropped and counted.
+/// let latest = node.create_subscription::<Int64, _>(
+///     "setpoint".qos(QoSProfile::default().keep_last(1)),
+///     move |msg| tx.send(msg.data).unwrap(),
+/// )?;
+/// let publisher = node.create_publisher::<Int64>("setpoint")?;
+/// for data in 1..=3 {
+///     publisher.publish(Int64 { data })?;
+/// }
+/// let errors = executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(5)));
+/// assert!(errors.is_empty());
+/// assert_eq!(rx.try_iter().collect::<Vec<_>>(), [3]);
+/// assert_eq!(latest.lost_count(), 2);
+/// assert_eq!(latest.topic_name(), "/setpoint");
+/// drop(latest); // unsubscribes
+/// assert_eq!(publisher.get_subscription_count(), 0);
+/// # Ok::<(), rclev::Error>(())
+/// ```
 pub struct SubscriptionState<T: Message> {
     entity: Arc<SubscriptionEntity<T>>,
 }

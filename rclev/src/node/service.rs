@@ -61,6 +61,23 @@ impl<S: ServiceType> ServiceCallback<S> {
 /// A service server. Dropping it (the last [`Service`] handle) withdraws the service at once,
 /// even while one of its callbacks is still running: clients stop seeing it and requests not
 /// answered yet fail with [`Error::ServiceUnavailable`].
+///
+/// ```
+/// use rclev::interfaces::std_srvs::srv::{Trigger, Trigger_Response};
+///
+/// let executor = rclev::Context::default().create_basic_executor();
+/// let node = executor.create_node("driver")?;
+/// let service = node.create_service::<Trigger, _>("~/reset", |_request| Trigger_Response {
+///     success: true,
+///     message: "reset".into(),
+/// })?;
+/// assert_eq!(service.service_name(), "/driver/reset");
+/// let client = node.create_client::<Trigger>("/driver/reset")?;
+/// assert!(client.service_is_ready());
+/// drop(service); // the last handle: the service is withdrawn
+/// assert!(!client.service_is_ready());
+/// # Ok::<(), rclev::Error>(())
+/// ```
 pub struct ServiceState<S: ServiceType> {
     entity: Arc<ServiceEntity<S>>,
 }
@@ -221,6 +238,29 @@ type Pending<S> = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<<S as ServiceTyp
 /// Across processes a server can vanish without a word: give calls a timeout
 /// ([`call_with_timeout`](Self::call_with_timeout)), and wait for a server before the first
 /// call ([`wait_for_service`](Self::wait_for_service)).
+///
+/// ```
+/// use rclev::interfaces::example_interfaces::srv::AddTwoInts;
+/// use rclev::SpinOptions;
+/// use std::time::Duration;
+///
+/// let executor = rclev::Context::default().create_basic_executor();
+/// let node = executor.create_node("caller")?;
+/// let client = node.create_client::<AddTwoInts>("add_two_ints")?;
+/// assert_eq!(client.service_name(), "/add_two_ints");
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let errors = executor.spin(
+///     SpinOptions::default()
+///         .until_promise_resolved(async move {
+///             // No server: `Some(limit)` gives up with `Error::Timeout` (`None` waits on).
+///             tx.send(client.wait_for_service(Some(Duration::from_millis(10))).await).unwrap();
+///         })
+///         .timeout(Duration::from_secs(5)),
+/// );
+/// assert!(errors.is_empty());
+/// assert!(matches!(rx.try_recv().unwrap(), Err(rclev::Error::Timeout { .. })));
+/// # Ok::<(), rclev::Error>(())
+/// ```
 pub struct ClientState<S: ServiceType> {
     port: Arc<dyn ClientPort>,
     dispatch: Arc<EntityDispatch>,

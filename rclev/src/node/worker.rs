@@ -165,6 +165,7 @@ impl<P: Send + 'static> WorkerState<P> {
         timer: [F: FnMut(&mut P, TimerInfo) + Send + 'static] F
             => |callback| TimerCallback::with_payload(callback),
         runs: "on this worker, with `&mut` its payload first",
+        examples: worker,
     }
 
     /// Runs `f` on the payload (on the worker, between callbacks) and resolves to its result.

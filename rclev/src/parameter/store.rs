@@ -73,7 +73,38 @@ struct Store {
     observers: Vec<Arc<ChangeObserver>>,
 }
 
-/// A node's parameters.
+/// A node's parameters ([`NodeState::parameters`](crate::NodeState::parameters)): declared
+/// with a default and a descriptor, then read and set, each set checked against the
+/// descriptor and the set-callbacks. The parameter services and `/parameter_events` work on
+/// this store.
+///
+/// ```
+/// use rclev::{Parameter, ParameterDescriptor, ParameterError, ParameterValue};
+///
+/// let executor = rclev::Context::default().create_basic_executor();
+/// let node = executor.create_node("controller")?;
+/// let parameters = node.parameters();
+/// let limits = ParameterDescriptor::default().floating_point_range(0.0, 2.0, 0.0);
+/// assert_eq!(parameters.declare("max_speed", 1.5, limits)?, ParameterValue::Double(1.5));
+/// parameters.declare("mode", "auto", ParameterDescriptor::default())?;
+/// assert!(matches!(parameters.set("max_speed", 3.0), Err(ParameterError::OutOfRange { .. })));
+/// // A set-callback may reject a change with a reason (registered while the handle lives).
+/// let _no_turbo = node.add_on_set_parameters_callback(|changes: &[Parameter]| {
+///     match changes.iter().any(|p| p.name == "mode" && p.value == ParameterValue::from("turbo")) {
+///         true => Err("turbo is not allowed here".to_string()),
+///         false => Ok(()),
+///     }
+/// });
+/// // Several at once: all are set, or none is.
+/// let both = [
+///     Parameter { name: "max_speed".into(), value: 2.0.into() },
+///     Parameter { name: "mode".into(), value: "turbo".into() },
+/// ];
+/// assert!(matches!(parameters.set_all(&both), Err(ParameterError::Rejected(_))));
+/// assert_eq!(parameters.get("max_speed"), Some(ParameterValue::Double(1.5)));
+/// assert!(parameters.has("use_sim_time")); // every node declares it
+/// # Ok::<(), rclev::Error>(())
+/// ```
 #[derive(Default)]
 pub struct Parameters {
     store: Mutex<Store>,

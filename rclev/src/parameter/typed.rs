@@ -178,6 +178,28 @@ impl ParameterBuilder<f64> {
 
 /// A declared parameter of Rust type `T`. It stays declared for the node's life; the handle
 /// only reads and sets it.
+///
+/// ```
+/// use rclev::NodeOptions;
+///
+/// let executor = rclev::Context::default().create_basic_executor();
+/// // An override, as `--ros-args -p fps:=15` would give.
+/// let node = executor.create_node(NodeOptions::new("camera").parameter_override("fps", 15))?;
+/// let fps = node.declare_typed_parameter::<f64>("fps").default(30.0).declare()?;
+/// assert_eq!(fps.get(), 15.0); // the override wins; an integer is taken for a double
+/// // Sets from anywhere (here the untyped API; also the parameter services) show in `get`.
+/// node.set_parameter("fps", 60.0)?;
+/// assert_eq!(fps.get(), 60.0);
+/// assert!(node.set_parameter("fps", "fast").is_err()); // its type is fixed
+/// let frame = node
+///     .declare_typed_parameter::<String>("frame_id")
+///     .default("camera_link".into())
+///     .read_only()
+///     .declare()?;
+/// assert!(frame.set("map".into()).is_err());
+/// assert_eq!(frame.name(), "frame_id");
+/// # Ok::<(), rclev::Error>(())
+/// ```
 pub struct TypedParameter<T: ParameterType> {
     parameters: Arc<Parameters>,
     name: String,

@@ -134,6 +134,24 @@ impl TimerCallback {
 /// then (the same holds after [`cancel`](Self::cancel), [`reset`](Self::reset) for the previous
 /// schedule, and the `set_*` mode changes for the previous callback). A callback already running
 /// is not interrupted.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let executor = rclev::Context::default().create_basic_executor();
+/// let node = executor.create_node("demo")?;
+/// let timer = node.create_timer_repeating(Duration::from_secs(60), || println!("a minute"))?;
+/// assert_eq!(timer.period(), Duration::from_secs(60));
+/// assert!(timer.time_until_next_call().unwrap() <= Duration::from_secs(60));
+/// timer.cancel();
+/// assert!(timer.is_canceled());
+/// assert_eq!(timer.time_until_next_call(), None);
+/// timer.reset(); // armed again, a period from now
+/// assert!(!timer.is_canceled());
+/// timer.set_oneshot(|| println!("once, at the next deadline"));
+/// assert!(timer.is_oneshot());
+/// # Ok::<(), rclev::Error>(())
+/// ```
 pub struct TimerState {
     pub(super) core: Arc<TimerCore>,
 }

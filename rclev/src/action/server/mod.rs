@@ -70,6 +70,42 @@ impl Default for ActionServerOptions {
 /// An action server. Dropping it removes its endpoints: clients waiting for results get
 /// [`Error::ServiceUnavailable`](crate::Error::ServiceUnavailable), and goal handles still held
 /// by executions become inert.
+///
+/// ```
+/// use rclev::interfaces::example_interfaces::action::{Fibonacci, Fibonacci_Goal, Fibonacci_Result};
+/// use rclev::{ActionServerOptions, CancelResponse, GoalResponse, GoalState, SpinOptions};
+/// use std::time::Duration;
+///
+/// let executor = rclev::Context::default().create_basic_executor();
+/// let node = executor.create_node("fibonacci_server")?;
+/// let (goals, accepted) = std::sync::mpsc::channel();
+/// let server = node.create_action_server_with_callback::<Fibonacci, _, _, _>(
+///     "fibonacci",
+///     ActionServerOptions::default(),
+///     |_id, _goal| GoalResponse::AcceptAndDefer, // accepted now, started later
+///     |_goal| CancelResponse::Accept,
+///     move |goal| goals.send(goal).unwrap(),
+/// )?;
+/// assert_eq!(server.action_name(), "/fibonacci");
+/// let client = node.create_action_client::<Fibonacci>("fibonacci")?;
+/// let sent = client.send_goal(Fibonacci_Goal { order: 1 });
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let errors = executor.spin(
+///     SpinOptions::default()
+///         .until_promise_resolved(async move { tx.send(sent.await.map(|_| ())).unwrap() })
+///         .timeout(Duration::from_secs(5)),
+/// );
+/// assert!(errors.is_empty());
+/// rx.try_recv().unwrap()?;
+/// let goal = accepted.try_recv().unwrap();
+/// assert_eq!(server.goal_states(), [(goal.goal_id(), GoalState::Accepted)]);
+/// goal.execute()?;
+/// assert_eq!(server.goal_states(), [(goal.goal_id(), GoalState::Executing)]);
+/// goal.succeed(Fibonacci_Result { sequence: vec![0, 1] })?;
+/// // Kept, for clients to fetch the result, until `result_timeout` has passed.
+/// assert_eq!(server.goal_states(), [(goal.goal_id(), GoalState::Succeeded)]);
+/// # Ok::<(), rclev::Error>(())
+/// ```
 pub struct ActionServerState<A: ActionType> {
     inner: Arc<ServerInner<A>>,
 }

@@ -70,7 +70,6 @@ fn field_message(msg: &DynamicMessage, field: &str) -> Result<DynamicMessage> {
 
 /// `rclev action send_goal`.
 pub fn send_goal(action: &str, type_name: &str, values: &str, feedback: bool) -> Result {
-    crate::interrupt::install();
     let action = absolute(action)?;
     // `pkg/action/Name` or `pkg/Name`, checked before anything goes on the network.
     let type_name = &crate::type_names::resolve(
@@ -102,6 +101,9 @@ pub fn send_goal(action: &str, type_name: &str, values: &str, feedback: bool) ->
     )?;
     println!("Waiting for an action server to become available...");
     if !send.wait_ready() || !get_result.wait_ready() {
+        if crate::interrupt::interrupted() {
+            return Ok(());
+        }
         return Err(format!("action server {action} not available within {WAIT:?}").into());
     }
     println!("Sending goal:\n{}", indented(&goal, 5));
@@ -109,7 +111,12 @@ pub fn send_goal(action: &str, type_name: &str, values: &str, feedback: bool) ->
     let mut request = DynamicMessage::default_of(&send.request.description)?;
     set(&mut request, "goal_id", uuid_value(&id))?;
     set(&mut request, "goal", Value::Message(goal))?;
-    let response = send.call(&request)?;
+    let Some(response) = send.call(&request)? else {
+        // Ctrl-C before the server answered: the goal may have been accepted meanwhile, and
+        // then goes on on the server, as after an interrupt below.
+        println!("Interrupted before the goal was answered.");
+        return Ok(());
+    };
     if response.get("accepted") != Some(&Value::Bool(true)) {
         println!("Goal was rejected.");
         return Ok(());

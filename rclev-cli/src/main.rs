@@ -472,7 +472,27 @@ fn main() {
     }
 }
 
+/// Whether `command` runs until Ctrl-C and then ends cleanly (see [`interrupt`]).
+#[cfg(feature = "dds")]
+fn ends_on_ctrl_c(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Topic(
+            TopicCommand::Echo { .. }
+                | TopicCommand::Pub { .. }
+                | TopicCommand::Hz { .. }
+                | TopicCommand::Bw { .. }
+        ) | Command::Action(ActionCommand::SendGoal { .. })
+    )
+}
+
 fn run() -> anyhow_free::Result {
+    let cli = Cli::parse();
+    // First thing: a Ctrl-C during the DDS set-up must end the command cleanly too.
+    #[cfg(feature = "dds")]
+    if ends_on_ctrl_c(&cli.command) {
+        interrupt::install();
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -480,7 +500,7 @@ fn run() -> anyhow_free::Result {
         )
         .with_writer(std::io::stderr)
         .init();
-    match Cli::parse().command {
+    match cli.command {
         Command::Demo(DemoCommand::TalkerListener { secs, rate }) => {
             demo::talker_listener(secs, rate)
         }

@@ -63,11 +63,12 @@ impl DynamicClient {
         })
     }
 
-    /// Waits up to [`WAIT`] for a server; `false` if none came.
+    /// Waits up to [`WAIT`] for a server; `false` if none came, or on Ctrl-C (in a command
+    /// that [handles it](crate::interrupt)).
     pub fn wait_ready(&self) -> bool {
         let deadline = Instant::now() + WAIT;
         while !self.port.service_is_ready() {
-            if Instant::now() > deadline {
+            if Instant::now() > deadline || crate::interrupt::interrupted() {
                 return false;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -81,7 +82,8 @@ impl DynamicClient {
         Ok(self.port.send_request(Payload::Serialized(Box::new(cdr)))?)
     }
 
-    /// The response to request `sequence`, if it has come; waits at most `wait` for it.
+    /// The response to request `sequence`, if it has come; waits at most `wait` for it, and
+    /// no longer once Ctrl-C was pressed (in a command that [handles it](crate::interrupt)).
     pub fn answer(&self, sequence: i64, wait: Duration) -> Result<Option<DynamicMessage>> {
         let deadline = Instant::now() + wait;
         loop {
@@ -98,18 +100,21 @@ impl DynamicClient {
                 )?));
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            if left.is_zero() || crate::interrupt::interrupted() {
                 return Ok(None);
             }
             let _ = self.wake.recv_timeout(left.min(Duration::from_millis(100)));
         }
     }
 
-    /// Sends `request` and waits up to [`WAIT`] for its response.
-    pub fn call(&self, request: &DynamicMessage) -> Result<DynamicMessage> {
+    /// Sends `request` and waits up to [`WAIT`] for its response (`None`: Ctrl-C came first).
+    pub fn call(&self, request: &DynamicMessage) -> Result<Option<DynamicMessage>> {
         let sequence = self.send(request)?;
-        self.answer(sequence, WAIT)?
-            .ok_or_else(|| format!("no response from {} within {WAIT:?}", self.name).into())
+        match self.answer(sequence, WAIT)? {
+            Some(response) => Ok(Some(response)),
+            None if crate::interrupt::interrupted() => Ok(None),
+            None => Err(format!("no response from {} within {WAIT:?}", self.name).into()),
+        }
     }
 }
 
@@ -133,7 +138,11 @@ pub fn call(service: &str, type_name: &str, values: &str) -> Result {
         }
     }
     println!("requester: making request: {}\n", to_flow_yaml(&request));
-    let response = client.call(&request)?;
+    // `service call` keeps Ctrl-C's default meaning (it ends the process), so a response
+    // always comes here or the call fails.
+    let Some(response) = client.call(&request)? else {
+        return Ok(());
+    };
     print!("response:\n{}", to_yaml(&response));
     Ok(())
 }

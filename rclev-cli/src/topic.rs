@@ -88,14 +88,27 @@ pub(crate) fn cli_node(transport: &DdsTransport, what: &str) -> Result<Arc<dyn N
     })?)
 }
 
-/// Waits up to `limit` for a publisher on `topic` and returns its type. Ctrl-C ends the wait
-/// early (an error; callers look at [`interrupted`](crate::interrupt::interrupted) first).
+/// How long to look for a publisher's type before saying there is none yet.
+pub(crate) const DISCOVERY_WAIT: Duration = Duration::from_secs(5);
+
+/// How [`discover_type`] ended without a type.
+pub(crate) enum NoType {
+    /// Ctrl-C (the command ends cleanly).
+    Interrupted,
+    /// No publisher within the limit given.
+    TimedOut,
+}
+
+/// Waits for a publisher on `topic` and returns its type: up to `limit`, or (`None`) until
+/// one comes, saying on stderr once [`DISCOVERY_WAIT`] passed without one, as `ros2 topic hz`
+/// does. Ctrl-C ends the wait.
 pub(crate) fn discover_type(
     transport: &DdsTransport,
     topic: &str,
-    limit: Duration,
-) -> Result<String> {
-    let deadline = Instant::now() + limit;
+    limit: Option<Duration>,
+) -> std::result::Result<String, NoType> {
+    let start = Instant::now();
+    let mut warned = false;
     loop {
         let graph = transport.graph();
         if let Some(t) = graph
@@ -107,13 +120,15 @@ pub(crate) fn discover_type(
             return Ok(t);
         }
         if crate::interrupt::interrupted() {
-            return Err("interrupted".into());
+            return Err(NoType::Interrupted);
         }
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "no publisher on {topic} within {limit:?}: give the type (rclev topic echo {topic} pkg/msg/Type)"
-            )
-            .into());
+        match limit {
+            Some(limit) if start.elapsed() >= limit => return Err(NoType::TimedOut),
+            None if !warned && start.elapsed() >= DISCOVERY_WAIT => {
+                warned = true;
+                eprintln!("WARNING: topic [{topic}] does not appear to be published yet");
+            }
+            _ => {}
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -239,7 +254,6 @@ fn mismatch_text(topic: &str, type_name: &str, e: &rclev::transport::EndpointInf
 
 /// `rclev topic echo`.
 pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>) -> Result {
-    crate::interrupt::install();
     let topic = absolute(topic)?;
     // A type given is checked before anything goes on the network: a typo fails at once.
     let given = type_name.map(given_type).transpose()?;
@@ -247,19 +261,23 @@ pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>
     let node = cli_node(&transport, "echo")?;
     // Wait for a publisher first, as `ros2 topic echo` does: its type, and its QoS to adapt
     // to. Without one (the type given), subscribe with the default QoS.
-    let discovered = discover_type(
-        &transport,
-        &topic,
-        Duration::from_secs(if given.is_some() { 2 } else { 5 }),
-    );
-    if crate::interrupt::interrupted() {
-        return Ok(());
-    }
-    let (info, qos) = match (given, discovered) {
+    let limit = if given.is_some() {
+        Duration::from_secs(2)
+    } else {
+        DISCOVERY_WAIT
+    };
+    let (info, qos) = match (given, discover_type(&transport, &topic, Some(limit))) {
+        (_, Err(NoType::Interrupted)) => return Ok(()),
         (Some(info), Ok(_)) => (info, QoSProfile::best_available()),
         (None, Ok(found)) => (known_type(&found)?, QoSProfile::best_available()),
-        (Some(info), Err(_)) => (info, QoSProfile::default()),
-        (None, Err(e)) => return Err(e),
+        (Some(info), Err(NoType::TimedOut)) => (info, QoSProfile::default()),
+        (None, Err(NoType::TimedOut)) => {
+            return Err(format!(
+                "no publisher on {topic} within {limit:?}: give the type (rclev topic echo \
+                 {topic} pkg/msg/Type)"
+            )
+            .into())
+        }
     };
     // With a publisher present: whatever it offers, as `ros2 topic echo` does.
     let (sub, rx) = subscribe(&node, &topic, info, qos, false)?;
@@ -313,7 +331,6 @@ pub struct PubOptions<'a> {
 
 /// `rclev topic pub`.
 pub fn publish(o: PubOptions<'_>) -> Result {
-    crate::interrupt::install();
     let topic = absolute(o.topic)?;
     let info = given_type(o.type_name)?;
     let msg = from_yaml(&info, o.values)?;

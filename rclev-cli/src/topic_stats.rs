@@ -10,7 +10,7 @@ use rclev::QoSProfile;
 use rclev_dds::DdsTransport;
 
 use crate::anyhow_free::Result;
-use crate::topic::{absolute, cli_node, discover_type, known_type, subscribe};
+use crate::topic::{absolute, cli_node, discover_type, known_type, subscribe, NoType};
 
 /// What is measured.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -95,11 +95,15 @@ fn per_second(b: f64) -> String {
 
 /// `rclev topic hz|bw <topic>`: reports every second until Ctrl-C (or `reports` reports).
 pub fn run(topic: &str, stat: Stat, window: usize, reports: Option<u64>) -> Result {
-    crate::interrupt::install();
     let topic = absolute(topic)?;
     let transport = DdsTransport::from_env()?;
     let node = cli_node(&transport, "stats")?;
-    let type_name = discover_type(&transport, &topic, Duration::from_secs(5))?;
+    // As `ros2 topic hz|bw`: as long as it takes for a publisher to come (no limit: only
+    // Ctrl-C ends the wait).
+    let type_name = match discover_type(&transport, &topic, None) {
+        Ok(t) => t,
+        Err(NoType::Interrupted | NoType::TimedOut) => return Ok(()),
+    };
     let info = known_type(&type_name)?;
     // Each message's reception time (Fast DDS's timestamp), not when this loop took it: the
     // rate of a burst taken at once is still right.
@@ -135,22 +139,33 @@ pub fn run(topic: &str, stat: Stat, window: usize, reports: Option<u64>) -> Resu
         }
         if now >= next_report {
             next_report += Duration::from_secs(1);
-            let report = match stat {
-                _ if fresh == 0 => None,
-                Stat::Rate => window.rate_report(),
-                Stat::Bandwidth => window.bandwidth_report(),
-            };
-            fresh = 0;
-            match report {
+            match report(&window, stat, fresh) {
                 Some(r) => {
                     println!("{r}");
                     reported += 1;
                 }
                 None => println!("no new messages"),
             }
+            fresh = 0;
+        }
+    }
+    // Ctrl-C: the messages since the last report are not left out (a run shorter than a
+    // second still says something).
+    if fresh > 0 {
+        if let Some(r) = report(&window, stat, fresh) {
+            println!("{r}");
         }
     }
     Ok(())
+}
+
+/// The report on `window` (`None`: nothing to report; `fresh` messages came since the last).
+fn report(window: &Window, stat: Stat, fresh: u64) -> Option<String> {
+    match stat {
+        _ if fresh == 0 => None,
+        Stat::Rate => window.rate_report(),
+        Stat::Bandwidth => window.bandwidth_report(),
+    }
 }
 
 #[cfg(test)]

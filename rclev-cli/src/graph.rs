@@ -1,10 +1,30 @@
 //! `rclev node|topic|service|action list|info` and `service type`: the ROS graph over DDS,
 //! printed as the `ros2` CLI prints it.
 //!
-//! There is no daemon: each command starts a participant, waits until discovery has settled
-//! (see [`discover`]) and prints from that snapshot. Names with a component starting with `_`
-//! (an action's `_action/…` topics and services) are hidden unless `--include-hidden` is given,
-//! as in `ros2`.
+//! There is no daemon: each command starts a participant, listens (see [`discover`]) and
+//! prints from that snapshot. Names with a component starting with `_` (an action's
+//! `_action/…` topics and services) are hidden unless `--include-hidden` is given, as in
+//! `ros2`.
+//!
+//! # How long to listen
+//!
+//! A fresh participant cannot know when it has heard everyone: nothing in DDS discovery says
+//! how many participants a domain has. What is known is how often each one speaks. A Fast DDS
+//! participant (rclev's, rmw_fastrtps's) announces itself 5 times 100 ms apart when it starts,
+//! then every [`ANNOUNCEMENT_PERIOD`] to the locators it announces to (the localhost ports or
+//! the multicast group every participant listens on). Usually a peer hears this participant's
+//! first announcements and answers at once; sometimes it does not, and is heard only at its
+//! next periodic announcement (measured against an rclpy peer: in 11 of 104 fresh runs on an
+//! idle host, 42 of 104 on a loaded one, heard 0.7-2.9 s after the start). Stopping at the
+//! first settled graph then answered without that peer (with two rclpy processes on the
+//! graph, 13 of 104 answers missed one of them). So by default the verbs listen a whole
+//! period and a margin ([`DEFAULT_WINDOW`]), then until what was heard has settled (every
+//! participant's nodes known with every endpoint they listed).
+//!
+//! A verb about one named thing whose answer cannot grow once found (`node info`, `service
+//! type`, the lifecycle verbs given a node) answers as soon as it has found it and the graph
+//! has settled. `--no-wait` answers as these verbs did before ([`QUICK_WINDOW`], then from
+//! whoever was heard), `--wait <seconds>` listens that long instead of the default.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,52 +35,152 @@ use rclev_dds::DdsTransport;
 
 use crate::anyhow_free::Result;
 
-/// Never less than this: the first peers are heard within ~100 ms on a host.
-const SETTLE_MIN: Duration = Duration::from_millis(1000);
-/// Never more than this: a bare DDS participant never says which endpoints it has, and a peer
-/// that missed this participant's first announcements is only heard at its next periodic one
-/// (Fast DDS announces every 3 s; measured: most runs settle at 1 s, some at ~2.9 s).
-const SETTLE_MAX: Duration = Duration::from_secs(3);
+/// Fast DDS's participant announcement period (`leaseDuration_announcementperiod`), which
+/// rclev-dds leaves at Fast DDS's default as rmw_fastrtps does (an XML profile named by
+/// `FASTRTPS_DEFAULT_PROFILES_FILE` may change it: then give `--wait`).
+const ANNOUNCEMENT_PERIOD: Duration = Duration::from_secs(3);
+/// How long the verbs listen by default: a whole [`ANNOUNCEMENT_PERIOD`], so that every peer
+/// has announced itself once, and the time to hear its endpoints and nodes after that.
+pub const DEFAULT_WINDOW: Duration =
+    ANNOUNCEMENT_PERIOD.saturating_add(Duration::from_millis(1500));
+/// `--no-wait`: the initial announcements (5 × 100 ms) and their answers.
+pub const QUICK_WINDOW: Duration = Duration::from_secs(1);
+/// `--no-wait`: with nobody heard after its window, how long to wait for a first peer.
+const QUICK_LIMIT: Duration = Duration::from_secs(3);
+/// How much longer than its window a verb waits for what was heard to settle: a bare DDS
+/// participant never says which endpoints it has, so the graph may never settle.
+const SETTLE_GRACE: Duration = Duration::from_secs(2);
 
-/// Starts a participant and returns it with the graph once discovery has caught up with what
-/// the peers announced ([`DdsTransport::graph_settled`]: every peer's nodes known, with every
-/// endpoint they listed), after at least [`SETTLE_MIN`] and at most [`SETTLE_MAX`]. Waits on
-/// the transport's change notifications (no polling).
-pub fn discover() -> Result<(DdsTransport, GraphSnapshot)> {
-    discover_until(|_| true)
+/// How a verb listens before it answers.
+struct Listening {
+    /// Never less than this, unless the answer is certain earlier.
+    window: Duration,
+    /// Never more than this.
+    limit: Duration,
+    /// Whether an answer from nobody waits (up to `limit`) for somebody.
+    want_a_peer: bool,
 }
 
-/// [`discover`], also waiting (within [`SETTLE_MAX`]) until `found` holds of the graph: a
-/// command about one named node, topic, service or action waits for it to appear, as a peer
-/// may be heard only at its next announcement.
+/// How long a graph verb listens: `--no-wait`, `--wait <seconds>`, or (neither) the default.
+#[derive(clap::Args, Clone, Copy, Debug, Default)]
+pub struct WaitArgs {
+    /// Answer quickly: after discovery's first exchanges (1 s; up to 3 s while nobody is
+    /// heard), from the participants heard by then. One that missed those exchanges is left
+    /// out (it is heard at its next announcement, up to ~3 s later).
+    #[arg(long, conflicts_with = "wait")]
+    pub no_wait: bool,
+    /// Listen this many seconds before answering (default 4.5: Fast DDS's 3 s participant
+    /// announcement period and a margin), then until what was heard has settled.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub wait: Option<Duration>,
+}
+
+impl WaitArgs {
+    /// How to listen: `--no-wait` as these verbs always did before (1 s, then until the first
+    /// peers heard have settled, up to 3 s for somebody to be heard); otherwise a window and
+    /// then until settled, up to [`SETTLE_GRACE`] more.
+    fn listening(&self) -> Listening {
+        let window = match (self.no_wait, self.wait) {
+            (true, _) => QUICK_WINDOW,
+            (false, Some(w)) => w,
+            (false, None) => DEFAULT_WINDOW,
+        };
+        Listening {
+            window,
+            limit: if self.no_wait {
+                QUICK_LIMIT
+            } else {
+                window.saturating_add(SETTLE_GRACE)
+            },
+            want_a_peer: self.no_wait,
+        }
+    }
+
+    /// Whether neither flag was given.
+    pub fn is_default(&self) -> bool {
+        !self.no_wait && self.wait.is_none()
+    }
+}
+
+/// `--wait`'s value: seconds, fractions allowed.
+fn seconds(text: &str) -> std::result::Result<Duration, String> {
+    let s: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    Duration::try_from_secs_f64(s).map_err(|_| format!("'{text}' is not a number of seconds"))
+}
+
+/// Starts a participant and returns it with the graph after listening for `wait`'s window
+/// and then until the graph has settled ([`DdsTransport::graph_settled`]: every peer's nodes
+/// known, with every endpoint they listed), at most [`SETTLE_GRACE`] longer (see
+/// [`WaitArgs`]). For the verbs whose answer is a list: anyone not heard yet would be missing
+/// from it.
+pub fn discover(wait: WaitArgs) -> Result<(DdsTransport, GraphSnapshot)> {
+    listen(wait, |_| false)
+}
+
+/// [`discover`], ending as soon as `answered` holds of a settled graph: for a verb about one
+/// named thing (a node, a service's type) whose answer cannot grow once it is found.
 pub fn discover_until(
-    found: impl Fn(&GraphSnapshot) -> bool,
+    wait: WaitArgs,
+    answered: impl Fn(&GraphSnapshot) -> bool,
+) -> Result<(DdsTransport, GraphSnapshot)> {
+    listen(wait, answered)
+}
+
+fn listen(
+    wait: WaitArgs,
+    answered: impl Fn(&GraphSnapshot) -> bool,
 ) -> Result<(DdsTransport, GraphSnapshot)> {
     let transport = DdsTransport::from_env()?;
     let mut changes = transport.graph_changes();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
-    runtime.block_on(async {
+    let Listening {
+        window,
+        limit,
+        want_a_peer,
+    } = wait.listening();
+    let ended = runtime.block_on(async {
         let start = tokio::time::Instant::now();
-        let _ = tokio::time::timeout_at(start + SETTLE_MIN, std::future::pending::<()>()).await;
+        let mut heard = 0;
         loop {
             // Marked seen before looking: a change after the look wakes the wait.
             changes.borrow_and_update();
-            // With no peer found yet, there may still be some: wait for one, up to the limit.
-            if transport.participant_count() > 0
-                && transport.graph_settled()
-                && found(&transport.graph())
-            {
-                break;
+            let elapsed = start.elapsed();
+            let settled = transport.graph_settled();
+            if transport.participant_count() != heard {
+                heard = transport.participant_count();
+                tracing::debug!("{heard} participants heard after {elapsed:?}");
             }
-            match tokio::time::timeout_at(start + SETTLE_MAX, changes.changed()).await {
-                Ok(Ok(())) => {}
-                // Out of time, or the transport is gone: print what is known.
-                Ok(Err(_)) | Err(_) => break,
+            let why = if settled && answered(&transport.graph()) {
+                Some("answered")
+            } else if elapsed >= window && settled && (heard > 0 || !want_a_peer) {
+                Some("settled")
+            } else if elapsed >= limit {
+                Some("out of time")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return (why, elapsed);
+            }
+            let next = start + if elapsed < window { window } else { limit };
+            match tokio::time::timeout_at(next, changes.changed()).await {
+                // A change, or the time to look again.
+                Ok(Ok(())) | Err(_) => {}
+                // The transport is gone: print what is known.
+                Ok(Err(_)) => return ("closed", start.elapsed()),
             }
         }
     });
+    tracing::debug!(
+        "graph {} after {:?} (window {window:?}) with {} participants",
+        ended.0,
+        ended.1,
+        transport.participant_count()
+    );
     let graph = transport.graph();
     Ok((transport, graph))
 }
@@ -88,8 +208,8 @@ fn action_of(e: &EndpointInfo) -> Option<(String, String)> {
 }
 
 /// `rclev node list`.
-pub fn node_list() -> Result {
-    let (_t, graph) = discover()?;
+pub fn node_list(wait: WaitArgs) -> Result {
+    let (_t, graph) = discover(wait)?;
     let mut names: Vec<String> = graph
         .node_names()
         .iter()
@@ -111,10 +231,11 @@ fn print_section(title: &str, items: &BTreeMap<String, Vec<String>>) {
 }
 
 /// `rclev node info <node>`.
-pub fn node_info(node: &str, include_hidden: bool) -> Result {
+pub fn node_info(node: &str, include_hidden: bool, wait: WaitArgs) -> Result {
     let node = absolute_node(node);
     let has_node = |g: &GraphSnapshot| g.node_names().iter().any(|n| n.fully_qualified() == node);
-    let (_t, graph) = discover_until(has_node)?;
+    // Found and settled: its participant has listed all of its endpoints.
+    let (_t, graph) = discover_until(wait, has_node)?;
     if !has_node(&graph) {
         return Err(format!("Unable to find node '{node}'").into());
     }
@@ -180,23 +301,23 @@ fn print_names_and_types(list: Vec<(String, Vec<String>)>, show_types: bool, inc
 }
 
 /// `rclev topic list`.
-pub fn topic_list(show_types: bool, include_hidden: bool) -> Result {
-    let (_t, graph) = discover()?;
+pub fn topic_list(show_types: bool, include_hidden: bool, wait: WaitArgs) -> Result {
+    let (_t, graph) = discover(wait)?;
     print_names_and_types(graph.topic_names_and_types(), show_types, include_hidden);
     Ok(())
 }
 
 /// `rclev service list`.
-pub fn service_list(show_types: bool, include_hidden: bool) -> Result {
-    let (_t, graph) = discover()?;
+pub fn service_list(show_types: bool, include_hidden: bool, wait: WaitArgs) -> Result {
+    let (_t, graph) = discover(wait)?;
     print_names_and_types(graph.service_names_and_types(), show_types, include_hidden);
     Ok(())
 }
 
 /// `rclev service type <service>`.
-pub fn service_type(service: &str) -> Result {
+pub fn service_type(service: &str, wait: WaitArgs) -> Result {
     let service = absolute_node(service);
-    let (_t, graph) = discover_until(|g| {
+    let (_t, graph) = discover_until(wait, |g| {
         g.service_names_and_types()
             .iter()
             .any(|(name, _)| *name == service)
@@ -225,21 +346,18 @@ fn actions(graph: &GraphSnapshot) -> BTreeMap<String, Vec<String>> {
 }
 
 /// `rclev action list`.
-pub fn action_list(show_types: bool) -> Result {
-    let (_t, graph) = discover()?;
+pub fn action_list(show_types: bool, wait: WaitArgs) -> Result {
+    let (_t, graph) = discover(wait)?;
     print_names_and_types(actions(&graph).into_iter().collect(), show_types, true);
     Ok(())
 }
 
 /// `rclev action info <action>`.
-pub fn action_info(action: &str) -> Result {
+pub fn action_info(action: &str, wait: WaitArgs) -> Result {
     let action = absolute_node(action);
     let goal_service = format!("{action}/_action/send_goal");
-    let (_t, graph) = discover_until(|g| {
-        g.endpoints
-            .iter()
-            .any(|e| e.name == goal_service && e.kind == EndpointKind::Service)
-    })?;
+    // Its clients and servers may be in participants not heard yet: the whole window.
+    let (_t, graph) = discover(wait)?;
     let nodes = |kind| -> Vec<String> {
         let mut v: Vec<String> = graph
             .endpoints
@@ -308,13 +426,11 @@ fn qos_text(q: &QoSProfile) -> String {
 }
 
 /// `rclev topic info <topic> [-v]`.
-pub fn topic_info(topic: &str, verbose: bool) -> Result {
+pub fn topic_info(topic: &str, verbose: bool, wait: WaitArgs) -> Result {
     let topic = absolute_node(topic);
-    let (_t, graph) = discover_until(|g| {
-        g.topic_names_and_types()
-            .iter()
-            .any(|(name, _)| *name == topic)
-    })?;
+    // Its publishers and subscriptions may be in participants not heard yet: the whole
+    // window.
+    let (_t, graph) = discover(wait)?;
     let (_, types) = graph
         .topic_names_and_types()
         .into_iter()

@@ -18,12 +18,12 @@ use rclev::transport::{GraphSnapshot, NodeName, Transport};
 use rclev::{Context, Executor, Node, NodeOptions, SpinOptions};
 
 use crate::anyhow_free::Result;
-use crate::graph::absolute_node;
+use crate::graph::{absolute_node, WaitArgs};
 
 /// How long a command waits for a node's service, then for each answer of a query.
 const WAIT: Duration = Duration::from_secs(10);
-/// How much longer than discovery's own limit a command about one node waits for it to appear
-/// (so `Node not found` comes after about 10 s).
+/// How much longer than discovery's own window a command about one node waits for it to appear
+/// (without `--wait` or `--no-wait`).
 const FIND_MORE: Duration = Duration::from_secs(7);
 /// How long `set` waits for `change_state`'s answer: it comes when the transition's callbacks
 /// have run, which may take a while.
@@ -40,6 +40,8 @@ pub enum LifecycleCommand {
         /// Only print how many there are.
         #[arg(short, long)]
         count_nodes: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
     /// A node's transitions, like `ros2 lifecycle list`: those available from its current
     /// state, or with `--all` its whole transition graph.
@@ -52,6 +54,8 @@ pub enum LifecycleCommand {
         /// Consider hidden nodes as well.
         #[arg(long)]
         include_hidden_nodes: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
     /// The current state of a node, or of every managed node, like `ros2 lifecycle get`.
     Get {
@@ -60,6 +64,8 @@ pub enum LifecycleCommand {
         /// Consider hidden nodes as well.
         #[arg(long)]
         include_hidden_nodes: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
     /// Triggers a transition, like `ros2 lifecycle set`: a label (`configure`, `activate`,
     /// `deactivate`, `cleanup`, `shutdown`) or an id, among those available from the node's
@@ -72,27 +78,36 @@ pub enum LifecycleCommand {
         /// Consider hidden nodes as well.
         #[arg(long)]
         include_hidden_nodes: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
 }
 
 /// Runs a `lifecycle` command.
 pub fn run(command: LifecycleCommand) -> Result {
     match command {
-        LifecycleCommand::Nodes { all, count_nodes } => nodes(all, count_nodes),
+        LifecycleCommand::Nodes {
+            all,
+            count_nodes,
+            wait,
+        } => nodes(all, count_nodes, wait),
         LifecycleCommand::List {
             node,
             all,
             include_hidden_nodes,
-        } => list(&node, all, include_hidden_nodes),
+            wait,
+        } => list(&node, all, include_hidden_nodes, wait),
         LifecycleCommand::Get {
             node,
             include_hidden_nodes,
-        } => get(node.as_deref(), include_hidden_nodes),
+            wait,
+        } => get(node.as_deref(), include_hidden_nodes, wait),
         LifecycleCommand::Set {
             node,
             transition,
             include_hidden_nodes,
-        } => set(&node, &transition, include_hidden_nodes),
+            wait,
+        } => set(&node, &transition, include_hidden_nodes, wait),
     }
 }
 
@@ -122,9 +137,8 @@ fn managed_nodes(graph: &GraphSnapshot, include_hidden: bool) -> Vec<String> {
     names
 }
 
-/// A participant that has caught up with discovery (waiting, within the discovery limit, until
-/// `found` holds), with the managed nodes it found, and an executor and node of the CLI's own
-/// on it for the service calls.
+/// A participant that has caught up with discovery, with the managed nodes it found, and an
+/// executor and node of the CLI's own on it for the service calls.
 struct Session {
     executor: Executor,
     node: Node,
@@ -132,10 +146,22 @@ struct Session {
 }
 
 impl Session {
-    fn start(include_hidden: bool, found: impl Fn(&[String]) -> bool) -> Result<Session> {
-        let found = |g: &GraphSnapshot| found(&managed_nodes(g, include_hidden));
-        let (transport, _) = crate::graph::discover_until(found)?;
-        wait_longer(&transport, found)?;
+    /// Listens as `wait` says: about `wanted` (a node), until it is found among the managed
+    /// nodes (and, by default, up to [`FIND_MORE`] past the window); about every managed node
+    /// (`None`), the whole window.
+    fn start(include_hidden: bool, wait: WaitArgs, wanted: Option<&str>) -> Result<Session> {
+        let transport = match wanted {
+            Some(node) => {
+                let found =
+                    |g: &GraphSnapshot| managed_nodes(g, include_hidden).iter().any(|n| n == node);
+                let (transport, _) = crate::graph::discover_until(wait, found)?;
+                if wait.is_default() {
+                    wait_longer(&transport, found)?;
+                }
+                transport
+            }
+            None => crate::graph::discover(wait)?.0,
+        };
         let managed = managed_nodes(&transport.graph(), include_hidden);
         let executor = Context::with_transport(Arc::new(transport)).create_basic_executor();
         let node = executor.create_node(
@@ -239,8 +265,8 @@ fn wait_longer(
 }
 
 /// `rclev lifecycle nodes`.
-pub fn nodes(all: bool, count_nodes: bool) -> Result {
-    let (_transport, graph) = crate::graph::discover()?;
+pub fn nodes(all: bool, count_nodes: bool, wait: WaitArgs) -> Result {
+    let (_transport, graph) = crate::graph::discover(wait)?;
     let managed = managed_nodes(&graph, all);
     if count_nodes {
         println!("{}", managed.len());
@@ -261,9 +287,9 @@ fn transition_text(t: &msg::TransitionDescription) -> String {
 }
 
 /// `rclev lifecycle list <node> [--all]`.
-pub fn list(node: &str, all: bool, include_hidden: bool) -> Result {
+pub fn list(node: &str, all: bool, include_hidden: bool, wait: WaitArgs) -> Result {
     let node = absolute_node(node);
-    let session = Session::start(include_hidden, |m| m.contains(&node))?;
+    let session = Session::start(include_hidden, wait, Some(&node))?;
     session.find(&node)?;
     let service = if all {
         "get_transition_graph"
@@ -280,12 +306,9 @@ pub fn list(node: &str, all: bool, include_hidden: bool) -> Result {
 }
 
 /// `rclev lifecycle get [node]`.
-pub fn get(node: Option<&str>, include_hidden: bool) -> Result {
+pub fn get(node: Option<&str>, include_hidden: bool, wait: WaitArgs) -> Result {
     let wanted = node.map(absolute_node);
-    let session = Session::start(include_hidden, |m| match &wanted {
-        Some(n) => m.contains(n),
-        None => true,
-    })?;
+    let session = Session::start(include_hidden, wait, wanted.as_deref())?;
     let (queried, prefixed) = match &wanted {
         Some(n) => {
             session.find(n)?;
@@ -333,9 +356,9 @@ fn pick<'a>(
 }
 
 /// `rclev lifecycle set <node> <transition>`.
-pub fn set(node: &str, transition: &str, include_hidden: bool) -> Result {
+pub fn set(node: &str, transition: &str, include_hidden: bool, wait: WaitArgs) -> Result {
     let node = absolute_node(node);
-    let session = Session::start(include_hidden, |m| m.contains(&node))?;
+    let session = Session::start(include_hidden, wait, Some(&node))?;
     session.find(&node)?;
     let available = session
         .transitions(&node, "get_available_transitions")

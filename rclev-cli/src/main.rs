@@ -118,7 +118,10 @@ enum Command {
 #[derive(Subcommand)]
 enum NodeCommand {
     /// Lists the nodes, like `ros2 node list`.
-    List,
+    List {
+        #[command(flatten)]
+        wait: graph::WaitArgs,
+    },
     /// A node's publishers, subscribers, services and actions, like `ros2 node info`.
     Info {
         /// The node (`/ns/name`).
@@ -126,6 +129,8 @@ enum NodeCommand {
         /// Show hidden topics and services (names with a component starting with `_`).
         #[arg(long)]
         include_hidden: bool,
+        #[command(flatten)]
+        wait: graph::WaitArgs,
     },
 }
 
@@ -141,11 +146,15 @@ enum ServiceCommand {
         /// Show hidden services (an action's `_action/…`).
         #[arg(long)]
         include_hidden_services: bool,
+        #[command(flatten)]
+        wait: graph::WaitArgs,
     },
     /// A service's type.
     Type {
         /// The service.
         service: String,
+        #[command(flatten)]
+        wait: graph::WaitArgs,
     },
     /// Calls a service once with a request given as YAML, like `ros2 service call`.
     Call {
@@ -208,11 +217,15 @@ enum ActionCommand {
         /// Show each action's type.
         #[arg(short = 't', long)]
         show_types: bool,
+        #[command(flatten)]
+        wait: graph::WaitArgs,
     },
     /// An action's servers and clients.
     Info {
         /// The action.
         action: String,
+        #[command(flatten)]
+        wait: graph::WaitArgs,
     },
     /// Sends a goal given as YAML and prints the result, like `ros2 action send_goal`.
     #[command(name = "send_goal")]
@@ -243,6 +256,8 @@ enum TopicCommand {
         /// Show hidden topics (an action's `_action/…`).
         #[arg(long)]
         include_hidden_topics: bool,
+        #[command(flatten)]
+        wait: graph::WaitArgs,
     },
     /// A topic's type and how many publishers and subscriptions it has, like `ros2 topic info`.
     Info {
@@ -251,6 +266,8 @@ enum TopicCommand {
         /// Each endpoint with its node, type hash, GID and QoS.
         #[arg(short, long)]
         verbose: bool,
+        #[command(flatten)]
+        wait: graph::WaitArgs,
     },
     /// The rate of a topic's messages, every second until Ctrl-C, like `ros2 topic hz`.
     Hz {
@@ -543,9 +560,14 @@ fn run() -> anyhow_free::Result {
         Command::Topic(TopicCommand::List {
             show_types,
             include_hidden_topics,
-        }) => graph::topic_list(show_types, include_hidden_topics),
+            wait,
+        }) => graph::topic_list(show_types, include_hidden_topics, wait),
         #[cfg(feature = "dds")]
-        Command::Topic(TopicCommand::Info { topic, verbose }) => graph::topic_info(&topic, verbose),
+        Command::Topic(TopicCommand::Info {
+            topic,
+            verbose,
+            wait,
+        }) => graph::topic_info(&topic, verbose, wait),
         #[cfg(feature = "dds")]
         Command::Topic(TopicCommand::Hz {
             topic,
@@ -559,19 +581,23 @@ fn run() -> anyhow_free::Result {
             reports,
         }) => topic_stats::run(&topic, topic_stats::Stat::Bandwidth, window, reports),
         #[cfg(feature = "dds")]
-        Command::Node(NodeCommand::List) => graph::node_list(),
+        Command::Node(NodeCommand::List { wait }) => graph::node_list(wait),
         #[cfg(feature = "dds")]
         Command::Node(NodeCommand::Info {
             node,
             include_hidden,
-        }) => graph::node_info(&node, include_hidden),
+            wait,
+        }) => graph::node_info(&node, include_hidden, wait),
         #[cfg(feature = "dds")]
         Command::Service(ServiceCommand::List {
             show_types,
             include_hidden_services,
-        }) => graph::service_list(show_types, include_hidden_services),
+            wait,
+        }) => graph::service_list(show_types, include_hidden_services, wait),
         #[cfg(feature = "dds")]
-        Command::Service(ServiceCommand::Type { service }) => graph::service_type(&service),
+        Command::Service(ServiceCommand::Type { service, wait }) => {
+            graph::service_type(&service, wait)
+        }
         #[cfg(feature = "dds")]
         Command::Service(ServiceCommand::Call {
             service,
@@ -591,9 +617,11 @@ fn run() -> anyhow_free::Result {
         #[cfg(feature = "dds")]
         Command::Lifecycle(command) => lifecycle::run(command),
         #[cfg(feature = "dds")]
-        Command::Action(ActionCommand::List { show_types }) => graph::action_list(show_types),
+        Command::Action(ActionCommand::List { show_types, wait }) => {
+            graph::action_list(show_types, wait)
+        }
         #[cfg(feature = "dds")]
-        Command::Action(ActionCommand::Info { action }) => graph::action_info(&action),
+        Command::Action(ActionCommand::Info { action, wait }) => graph::action_info(&action, wait),
         #[cfg(feature = "dds")]
         Command::Action(ActionCommand::SendGoal {
             action,

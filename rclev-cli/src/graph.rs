@@ -23,7 +23,7 @@
 //!
 //! A verb about one named thing whose answer cannot grow once found (`node info`, `service
 //! type`, the lifecycle verbs given a node) answers as soon as it has found it and the graph
-//! has settled. `--no-wait` answers as these verbs did before ([`QUICK_WINDOW`], then from
+//! has settled, but not before [`EARLIEST_ANSWER`]. `--no-wait` answers as these verbs did before ([`QUICK_WINDOW`], then from
 //! whoever was heard), `--wait <seconds>` listens that long instead of the default.
 
 use std::collections::BTreeMap;
@@ -47,6 +47,12 @@ pub const DEFAULT_WINDOW: Duration =
 pub const QUICK_WINDOW: Duration = Duration::from_secs(1);
 /// `--no-wait`: with nobody heard after its window, how long to wait for a first peer.
 const QUICK_LIMIT: Duration = Duration::from_secs(3);
+/// Never an answer before this, even a certain one: rclev-dds's `graph_settled` does not yet
+/// look at a participant whose `ros_discovery_info` came before discovery reported the
+/// participant itself, so in that moment a node is known without its endpoints (seen once: a
+/// `node info` at 0.37 s listing none). By 1 s (the verbs' minimum before) discovery has
+/// reported it.
+const EARLIEST_ANSWER: Duration = Duration::from_secs(1);
 /// How much longer than its window a verb waits for what was heard to settle: a bare DDS
 /// participant never says which endpoints it has, so the graph may never settle.
 const SETTLE_GRACE: Duration = Duration::from_secs(2);
@@ -154,7 +160,7 @@ fn listen(
                 heard = transport.participant_count();
                 tracing::debug!("{heard} participants heard after {elapsed:?}");
             }
-            let why = if settled && answered(&transport.graph()) {
+            let why = if settled && elapsed >= EARLIEST_ANSWER && answered(&transport.graph()) {
                 Some("answered")
             } else if elapsed >= window && settled && (heard > 0 || !want_a_peer) {
                 Some("settled")
@@ -166,7 +172,12 @@ fn listen(
             if let Some(why) = why {
                 return (why, elapsed);
             }
-            let next = start + if elapsed < window { window } else { limit };
+            let next = start
+                + [EARLIEST_ANSWER, window, limit]
+                    .into_iter()
+                    .filter(|t| *t > elapsed)
+                    .min()
+                    .unwrap_or(limit);
             match tokio::time::timeout_at(next, changes.changed()).await {
                 // A change, or the time to look again.
                 Ok(Ok(())) | Err(_) => {}
@@ -234,8 +245,13 @@ fn print_section(title: &str, items: &BTreeMap<String, Vec<String>>) {
 pub fn node_info(node: &str, include_hidden: bool, wait: WaitArgs) -> Result {
     let node = absolute_node(node);
     let has_node = |g: &GraphSnapshot| g.node_names().iter().any(|n| n.fully_qualified() == node);
-    // Found and settled: its participant has listed all of its endpoints.
-    let (_t, graph) = discover_until(wait, has_node)?;
+    // Found with its endpoints in a settled graph: its participant has listed them all. (A node
+    // known without any is not answered early: see EARLIEST_ANSWER; one that truly has none is
+    // answered at the window's end.)
+    let whole = |g: &GraphSnapshot| {
+        has_node(g) && g.endpoints.iter().any(|e| e.node.fully_qualified() == node)
+    };
+    let (_t, graph) = discover_until(wait, whole)?;
     if !has_node(&graph) {
         return Err(format!("Unable to find node '{node}'").into());
     }

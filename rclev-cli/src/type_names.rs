@@ -193,6 +193,8 @@ pub enum Sources {
     /// Only the definitions rclev ships (what `interface show` can print).
     Bundled,
     /// Those, and the ones installed under `AMENT_PREFIX_PATH`.
+    // Only the DDS verbs (topic, service, action) look beyond the bundled definitions.
+    #[cfg_attr(not(feature = "dds"), expect(dead_code))]
     BundledAndInstalled,
 }
 

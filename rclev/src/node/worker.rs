@@ -70,6 +70,7 @@ impl WorkerCore {
                 clock,
                 life: exec.life().clone(),
                 types: Default::default(),
+                remap_rules: Vec::new(),
             }),
         })
     }

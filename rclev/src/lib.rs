@@ -23,38 +23,50 @@
 
 #![warn(missing_docs)]
 
-pub mod action;
-pub mod arguments;
-pub mod clock;
-mod context;
-mod error;
-pub mod executor;
-mod handle;
+// The folders are the layers (see docs/architecture.md, "Layers"): each imports only from its
+// own layer and the ones before it, and no files import each other around a loop
+// (tests/layers.rs checks both).
+// Layer 0: plain data and primitives that import nothing else of the crate.
+mod base;
+// Layer 1: messages, interfaces, QoS, parameters, names.
 pub mod interfaces;
-pub mod lifecycle;
-pub mod logging;
-#[cfg(all(test, rclev_loom))]
-mod loom_model;
 pub mod msg;
-mod node;
+mod names;
 pub mod parameter;
 pub mod qos;
-pub(crate) mod sync;
-pub mod throttle;
-pub mod timer;
+// Layer 2: clocks, the transport seam, `--ros-args`, the process's logging setup.
+pub mod arguments;
+pub mod clock;
+mod log_setup;
 pub mod transport;
+// Layer 3: the runtime core (mailboxes, dispatch, the worker loop, fences, alarms).
+mod runtime;
+// Layer 4: timers and their scheduler.
+pub mod timer;
+// Layer 5: the context and the executor.
+pub mod executor;
+// Layer 6: nodes and their loggers.
+pub mod logging;
+mod node;
+// Layer 7: actions and managed (lifecycle) nodes.
+pub mod action;
+pub mod lifecycle;
+#[cfg(all(test, rclev_loom))]
+mod loom_model;
+
+pub use base::throttle;
 
 pub use arguments::Arguments;
+pub use base::error::{DeliveryError, Error, NameKind, Result};
+pub use base::handle::{Handle, WeakHandle};
 pub use clock::{Clock, ClockChange, ClockType, JumpHandle, JumpThreshold, Rate, Time, TimeJump};
-pub use context::Context;
-pub use error::{DeliveryError, Error, NameKind, Result};
+pub use executor::context::Context;
 pub use executor::{
     ErrorHandler, Executor, ExecutorCommands, ExecutorOptions, ExecutorStats, RuntimeChoice,
     SpinOptions,
 };
-pub use handle::{Handle, WeakHandle};
 pub use logging::{LogCapture, LogLevel, LogRecord, LogSeverity, Logger};
-pub use node::names::expand_topic_name;
+pub use names::expand_topic_name;
 pub use node::{
     Client, ClientState, GuardCondition, GuardConditionState, IntoNodeOptions, Node, NodeOptions,
     NodeState, Publisher, PublisherState, Service, ServiceState, Subscription, SubscriptionState,

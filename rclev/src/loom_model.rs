@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::executor::mailbox::Mailbox;
-use crate::executor::worker::{run_worker, SpinPolicy};
 use crate::executor::ExecutorShared;
+use crate::runtime::mailbox::Mailbox;
+use crate::runtime::worker::{run_worker, SpinPolicy};
 
 /// Runs `f` under loom as `name`, exploring every interleaving within `preemption_bound`
 /// preemptions (`None`: all of them; `LOOM_MAX_PREEMPTIONS` overrides either), and prints how
@@ -76,7 +76,7 @@ pub(crate) fn spawn_worker(
             Box::new(()),
             SpinPolicy::new(Duration::ZERO),
             // No alarm: timers in the models are handed over by the scheduler only.
-            crate::executor::alarm::WorkerAlarm::new(false, false),
+            crate::runtime::alarm::WorkerAlarm::new(false, false),
         ))
     })
 }

@@ -12,9 +12,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::wire::{action_service, action_topic, client_feedback_qos, status_qos};
 use super::GoalState;
 use super::GoalUuid;
+use crate::base::error::{Error, Result};
+use crate::base::sync::lock;
 use crate::clock::Lifeline;
-use crate::error::{Error, Result};
-use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
 use crate::interfaces::action_msgs::msg::{GoalInfo, GoalStatusArray};
 use crate::interfaces::action_msgs::srv::{CancelGoal, CancelGoal_Request, CancelGoal_Response};
 use crate::msg::{ActionType, GetResultResponse, Message, SendGoalResponse};
@@ -22,7 +22,8 @@ use crate::node::entity::{bind_entity, decode, decode_owned, report_malformed};
 use crate::node::events::WarningHook;
 use crate::node::graph::wait_on_graph;
 use crate::node::WorkerCore;
-use crate::sync::lock;
+use crate::runtime::dispatch::EntityDispatch;
+use crate::runtime::executable::{ExecContext, Executable, MAX_BATCH};
 use crate::transport::{ClientPort, Payload, ReadyHook, SubscriptionPort};
 
 type Waiters<T> = Mutex<HashMap<i64, oneshot::Sender<Result<T>>>>;
@@ -49,7 +50,7 @@ struct ClientInner<A: ActionType> {
     /// Bumped by the transport on every graph change.
     graph: watch::Receiver<u64>,
     /// Where malformed messages are reported.
-    host: Arc<crate::executor::core::WorkerHost>,
+    host: Arc<crate::runtime::core::WorkerHost>,
 }
 
 /// An action client. Responses, feedback and status are taken by its worker, so the executor
@@ -344,8 +345,8 @@ impl<A: ActionType> Executable for ClientInner<A> {
         }
     }
 
-    fn dispatch(&self) -> &EntityDispatch {
-        &self.dispatch
+    fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
+        &*self.dispatch
     }
 }
 

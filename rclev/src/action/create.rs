@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::{async_execute, create_action_client, create_action_server, handlers, sync_execute};
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::node::{NodeState, WorkerCore, WorkerState};
 
 impl NodeState {

@@ -11,10 +11,9 @@
 mod client;
 mod create;
 mod server;
-pub(crate) mod state;
 mod wire;
 
-pub use state::{GoalEvent, GoalState};
+pub use crate::base::goal_state::{GoalEvent, GoalState};
 
 pub(crate) use client::create_action_client;
 pub use client::{ActionClient, ActionClientState, ClientGoalHandle, FeedbackStream};

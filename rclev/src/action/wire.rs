@@ -1,7 +1,7 @@
 //! The action protocol's five endpoints as ROS 2 names them (`<action>/_action/<suffix>`),
 //! with their QoS, for the server and the client alike.
 
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::msg::{Message, ServiceType};
 use crate::node::entity::{service_endpoint, topic_endpoint};
 use crate::node::WorkerCore;

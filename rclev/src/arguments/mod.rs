@@ -41,8 +41,8 @@ pub(crate) mod remap;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
-use crate::logging::levels::LogLevel;
+use crate::base::error::{Error, Result};
+use crate::log_setup::levels::LogLevel;
 use crate::parameter::ParameterValue;
 use remap::RemapRule;
 

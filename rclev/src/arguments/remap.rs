@@ -11,7 +11,7 @@
 //! after `__node` for everything else, as in rcl. Wildcards and back-references are part of
 //! the ROS 2 design but not of rcl, which refuses them; so does rclev.
 
-use crate::node::names;
+use crate::names;
 
 /// What a remapping rule renames.
 #[derive(Debug, Clone, PartialEq, Eq)]

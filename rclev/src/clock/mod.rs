@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::error::Error;
+use crate::base::error::Error;
 use crate::interfaces::builtin_interfaces::msg::{Duration as DurationMsg, Time as TimeMsg};
 
 /// Which time source a clock reads.

@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::system_nanos;
 // The source's locks and the thread-local beside them are the facade's, so a loom model can
 // race a timer's creation against a switch of the time base (`timer/loom_tests.rs`).
-use crate::sync::{lock, model_lock, Mutex as ModelMutex, MutexGuard as ModelMutexGuard};
+use crate::base::sync::{lock, model_lock, Mutex as ModelMutex, MutexGuard as ModelMutexGuard};
 
 /// Shutdown signal shared by an executor and the clocks of its nodes, so sleeps end on
 /// shutdown.
@@ -156,7 +156,7 @@ struct SourceInner {
 
 static NEXT_LANE: AtomicU64 = AtomicU64::new(1);
 
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     /// Lanes of the sources whose `change` lock this thread holds, i.e. whose jump callbacks
     /// may be running on it. Switching such a source's time base from a jump callback would
     /// take the non-reentrant lock twice; it is refused instead (see `changing_here`).
@@ -324,7 +324,7 @@ impl RosTimeSource {
             if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(jump))) {
                 let error = crate::Error::CallbackPanicked {
                     entity: format!("{} jump callback", if pre { "pre" } else { "post" }),
-                    message: crate::error::panic_message(&*p),
+                    message: crate::base::error::panic_message(&*p),
                 };
                 match self.reporter.get() {
                     Some(report) => report(error),

@@ -11,12 +11,13 @@ use std::sync::Arc;
 
 use loom::future::block_on;
 
-use super::direct::WorkerLender;
-use super::dispatch::{EntityDispatch, ExecContext, Executable};
-use super::mailbox::{MailItem, Mailbox};
 use super::ExecutorShared;
+use crate::base::sync::{model_lock as lock, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
 use crate::loom_model::{check, idle_runtime, spawn_worker};
-use crate::sync::{model_lock as lock, AtomicBool, AtomicU64, Condvar, Mutex, Ordering};
+use crate::runtime::direct::WorkerLender;
+use crate::runtime::dispatch::EntityDispatch;
+use crate::runtime::executable::{ExecContext, Executable};
+use crate::runtime::mailbox::{MailItem, Mailbox};
 use crate::transport::ReadyHook;
 
 /// An entity whose "queue" is a count of takeable items.
@@ -40,9 +41,9 @@ impl Executable for Counter {
             self.progress.notify_all();
         }
     }
-    fn dispatch(&self) -> &EntityDispatch {
+    fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
         self.begun.fetch_add(1, Ordering::SeqCst);
-        &self.dispatch
+        &*self.dispatch
     }
 }
 
@@ -133,8 +134,8 @@ impl Executable for Probe {
             },
         );
     }
-    fn dispatch(&self) -> &EntityDispatch {
-        &self.dispatch
+    fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
+        &*self.dispatch
     }
 }
 
@@ -209,8 +210,8 @@ impl Executable for Lendee {
             count(&self.consumed, taken);
         }
     }
-    fn dispatch(&self) -> &EntityDispatch {
-        &self.dispatch
+    fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
+        &*self.dispatch
     }
 }
 

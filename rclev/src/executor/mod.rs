@@ -12,28 +12,22 @@ use std::time::Duration;
 
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
-pub(crate) mod alarm;
-pub(crate) mod core;
-pub(crate) mod direct;
-pub(crate) mod dispatch;
-pub(crate) mod fence;
-pub(crate) mod mailbox;
+pub(crate) mod context;
 #[cfg(target_os = "linux")]
 mod sigint;
 
 #[cfg(all(test, rclev_loom))]
 mod loom_tests;
 mod shared;
-pub(crate) mod worker;
 
 pub(crate) use shared::ExecutorShared;
 
-use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::executor::context::Context;
 // The spin gate's and the shutdown flag's atomics, the gate's waiter list and the closing
 // spin's notification are the facade's: the loom models run the real gate and worker code.
-pub(crate) use self::core::in_section_of_worker;
-use crate::sync::Ordering;
+use crate::base::sync::Ordering;
+pub(crate) use crate::runtime::core::in_section_of_worker;
 use crate::timer::{TimerPrecision, TimerScheduler};
 
 /// Which Tokio runtime the executor's workers run on.
@@ -60,7 +54,7 @@ pub enum RuntimeChoice {
     Adopt(Handle),
 }
 
-pub use self::core::ErrorHandler;
+pub use crate::runtime::core::ErrorHandler;
 
 /// How an executor is built.
 #[derive(Clone)]
@@ -156,6 +150,53 @@ pub struct ExecutorStats {
     pub timer_thread_wakeups: u64,
     /// The tick path: ticks handed over and dropped, and each thread's lateness.
     pub timers: crate::timer::TimerStats,
+}
+
+/// Executors are made from a context.
+impl Context {
+    /// An executor with default options ([`RuntimeChoice::Auto`]):
+    /// created inside a Tokio runtime it adopts that runtime, and outside one it gives every
+    /// worker a thread of its own.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let executor = rclev::Context::default().create_basic_executor();
+    /// let node = executor.create_node("demo")?;
+    /// // … entities …
+    /// let errors = executor.spin(rclev::SpinOptions::default().timeout(Duration::from_millis(10)));
+    /// assert!(errors.is_empty());
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
+    ///
+    /// # Panics
+    /// Only if the operating system refuses to create the runtime's threads; use
+    /// [`create_executor`](Self::create_executor) to get that as an error instead.
+    pub fn create_basic_executor(&self) -> Executor {
+        self.create_executor(ExecutorOptions::default())
+            .expect("the operating system refused to start the executor's threads")
+    }
+
+    /// An executor with the given options.
+    ///
+    /// ```
+    /// use rclev::{ExecutorOptions, RuntimeChoice, TimerPrecision};
+    /// use std::sync::Arc;
+    ///
+    /// let options = ExecutorOptions {
+    ///     runtime: RuntimeChoice::Own { worker_threads: 2 }, // one pool for every worker
+    ///     timer_precision: TimerPrecision::low_cpu(),        // no busy-waiting for deadlines
+    ///     error_handler: Some(Arc::new(|e: &rclev::Error| eprintln!("callback failed: {e}"))),
+    ///     handle_sigint: false,                               // the program handles Ctrl-C
+    ///     ..ExecutorOptions::default()
+    /// };
+    /// let executor = rclev::Context::default().create_executor(options)?;
+    /// let node = executor.create_node("demo")?;
+    /// # Ok::<(), rclev::Error>(())
+    /// ```
+    pub fn create_executor(&self, options: ExecutorOptions) -> Result<Executor> {
+        Executor::new(self.clone(), options)
+    }
 }
 
 /// The executor. Create it from a [`Context`], create nodes on it, then spin.

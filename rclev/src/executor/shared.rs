@@ -6,12 +6,13 @@ use std::sync::Arc;
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::Notify;
 
-use super::core::{SpinGate, WorkerHost};
-use super::mailbox::Mailbox;
-use super::{worker, ExecutorOptions, SpinOptions};
-use crate::context::Context;
-use crate::error::{Error, Result};
-use crate::sync::{lock, Ordering};
+use super::{ExecutorOptions, SpinOptions};
+use crate::base::error::{Error, Result};
+use crate::base::sync::{lock, Ordering};
+use crate::executor::context::Context;
+use crate::runtime::core::{SpinGate, WorkerHost};
+use crate::runtime::mailbox::Mailbox;
+use crate::runtime::worker;
 use crate::timer::TimerScheduler;
 
 /// State shared by the executor and the nodes created from it. The node layer sees it only
@@ -21,7 +22,7 @@ use crate::timer::TimerScheduler;
 pub(crate) struct ExecutorShared {
     pub(super) context: Context,
     pub(super) handle: Handle,
-    /// Workers run on threads of their own (see [`RuntimeChoice::ThreadPerWorker`]).
+    /// Workers run on threads of their own (see [`RuntimeChoice::ThreadPerWorker`](super::RuntimeChoice::ThreadPerWorker)).
     pub(super) dedicated_workers: bool,
     /// Workers' runtimes are the executor's own, built with an I/O driver, so workers can
     /// sleep to timer deadlines on an alarm (see `alarm`). An adopted runtime may lack the
@@ -39,7 +40,7 @@ pub(crate) struct ExecutorShared {
 
 impl ExecutorShared {
     /// The shared state over a runtime and a timer scheduler that already exist. Separate from
-    /// [`Executor::new`] so the loom models can build one without threads (see `for_model`).
+    /// [`Executor::new`](super::Executor::new) so the loom models can build one without threads (see `for_model`).
     pub(super) fn new(
         context: Context,
         handle: Handle,
@@ -136,7 +137,7 @@ impl ExecutorShared {
     }
 
     /// Starts a worker task over `mailbox` with `payload` (on the executor's runtime, or on a
-    /// thread of its own named `rclev-<name>` with [`RuntimeChoice::ThreadPerWorker`]).
+    /// thread of its own named `rclev-<name>` with [`RuntimeChoice::ThreadPerWorker`](super::RuntimeChoice::ThreadPerWorker)).
     /// Fails after shutdown, or when the thread cannot be started.
     pub(crate) fn spawn_worker(
         &self,
@@ -150,7 +151,10 @@ impl ExecutorShared {
             self.host.clone(),
             payload,
             worker::SpinPolicy::new(self.options.worker_spin),
-            super::alarm::WorkerAlarm::new(self.workers_have_alarms, self.dedicated_workers),
+            crate::runtime::alarm::WorkerAlarm::new(
+                self.workers_have_alarms,
+                self.dedicated_workers,
+            ),
         );
         if self.dedicated_workers {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -229,7 +233,7 @@ impl ExecutorShared {
                     if let Err(p) = std::panic::AssertUnwindSafe(f).catch_unwind().await {
                         self.report(Error::CallbackPanicked {
                             entity: "until_promise_resolved".into(),
-                            message: crate::error::panic_message(&*p),
+                            message: crate::base::error::panic_message(&*p),
                         });
                     }
                 }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::ExecutorShared;
-use crate::sync::lock;
+use crate::base::sync::lock;
 
 /// The executors spinning with SIGINT handling, and how many spins hold the handler.
 struct Registry {

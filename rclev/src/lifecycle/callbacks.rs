@@ -7,9 +7,9 @@ use std::panic::AssertUnwindSafe;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 
-use super::state::{CallbackReturn, State};
-use crate::error::panic_message;
-use crate::sync::lock;
+use crate::base::error::panic_message;
+use crate::base::lifecycle_state::{CallbackReturn, State};
+use crate::base::sync::lock;
 
 /// What a transition callback may return: a [`CallbackReturn`], or a `Result` whose `Err` is
 /// an error (rclcpp's exception in a callback): it is logged and counts as

@@ -11,11 +11,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::error::DeliveryError;
+use crate::base::error::DeliveryError;
 use crate::logging::Logger;
 use crate::msg::Message;
-use crate::node::callback::Callback;
 use crate::node::Publisher;
+use crate::runtime::callback::Callback;
 use crate::timer::{TimerCallback, TimerInfo};
 
 /// Whether a node's managed entities are on, shared by the node and its entities.

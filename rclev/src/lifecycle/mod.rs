@@ -86,26 +86,25 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 mod callbacks;
 mod managed;
 mod services;
-pub(crate) mod state;
 
-pub use callbacks::IntoCallbackReturn;
-pub use managed::{LifecyclePublisher, LifecyclePublisherState, ManagedEntity};
-pub use state::{
+pub use crate::base::lifecycle_state::{
     CallbackReturn, State, Transition, TransitionRequest, TRANSITION_ERROR, TRANSITION_FAILURE,
     TRANSITION_SUCCESS,
 };
+pub use callbacks::IntoCallbackReturn;
+pub use managed::{LifecyclePublisher, LifecyclePublisherState, ManagedEntity};
 
 use callbacks::{Hook, Hooks};
 use managed::Activation;
 
-use crate::error::{Error, Result};
-use crate::handle::WeakHandle;
+use crate::base::error::{Error, Result};
+use crate::base::handle::WeakHandle;
+use crate::base::sync::lock;
 use crate::interfaces::lifecycle_msgs::msg::TransitionEvent;
 use crate::logging::{AsLogger, Logger};
 use crate::msg::Message;
 use crate::node::{IntoNodeOptions, Node, NodeState, Publisher};
 use crate::qos::IntoPrimitiveOptions;
-use crate::sync::lock;
 use crate::timer::{IntoTimerCallback, IntoTimerOptions, Timer, TimerState};
 
 /// Where the state machine is.

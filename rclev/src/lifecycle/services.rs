@@ -9,9 +9,9 @@
 
 use std::sync::{Arc, Weak};
 
-use super::state::{CallbackReturn, State, Transition, TransitionRequest};
 use super::LifecycleNodeState;
-use crate::error::Result;
+use crate::base::error::Result;
+use crate::base::lifecycle_state::{CallbackReturn, State, Transition, TransitionRequest};
 use crate::interfaces::lifecycle_msgs::{msg, srv};
 use crate::node::Service;
 use crate::qos::{IntoPrimitiveOptions, QoSProfile};

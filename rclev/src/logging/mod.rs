@@ -21,22 +21,19 @@
 //! and takes nothing away from `/rosout`, `tracing` or other captures, so captures in tests
 //! running in parallel do not interfere.
 
-pub(crate) mod console;
-pub(crate) mod levels;
-mod severity;
-
-pub use levels::{effective_level, logger_level, set_logger_level, LogLevel};
-pub use severity::LogSeverity;
+pub use crate::base::severity::LogSeverity;
+pub use crate::log_setup::levels::{effective_level, logger_level, set_logger_level, LogLevel};
+use crate::log_setup::{console, levels};
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use crate::base::sync::lock;
 use crate::clock::{steady_nanos, Clock, Time};
 use crate::interfaces::rcl_interfaces::msg::Log;
-use crate::node::{NodeState, Publisher};
-use crate::sync::lock;
+use crate::node::pubsub::Publisher;
 
 /// One log record.
 #[derive(Debug, Clone, PartialEq)]
@@ -242,12 +239,6 @@ pub trait AsLogger {
 impl AsLogger for Logger {
     fn as_logger(&self) -> &Logger {
         self
-    }
-}
-
-impl AsLogger for NodeState {
-    fn as_logger(&self) -> &Logger {
-        self.logger()
     }
 }
 

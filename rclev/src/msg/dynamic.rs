@@ -13,7 +13,7 @@
 
 use super::cdr::{CdrError, CdrReader, CdrWriter};
 use super::description::{FieldDescription, IndividualTypeDescription, TypeDescription};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// A field's value.
 #[derive(Debug, Clone, PartialEq)]

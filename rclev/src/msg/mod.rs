@@ -6,9 +6,9 @@
 //! copies); a wire transport serializes them with [`to_cdr`] / [`from_cdr`], the plain CDR
 //! (XCDR1) encapsulation ROS 2 uses over DDS.
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
-pub mod cdr;
+pub use crate::base::cdr;
 mod description;
 mod dynamic;
 

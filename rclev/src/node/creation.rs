@@ -39,7 +39,7 @@ macro_rules! entity_creation_methods {
         pub fn create_publisher<T: $crate::msg::Message>(
             &self,
             options: impl $crate::qos::IntoPrimitiveOptions,
-        ) -> $crate::error::Result<$crate::node::Publisher<T>> {
+        ) -> $crate::base::error::Result<$crate::node::Publisher<T>> {
             $crate::node::PublisherState::create(&self.core, options)
         }
 
@@ -50,7 +50,7 @@ macro_rules! entity_creation_methods {
             &self,
             options: impl $crate::qos::IntoPrimitiveOptions,
             callback: F,
-        ) -> $crate::error::Result<$crate::node::Subscription<T>>
+        ) -> $crate::base::error::Result<$crate::node::Subscription<T>>
         where
             F: FnMut($($bound)* std::sync::Arc<T>) + Send + 'static,
         {
@@ -74,7 +74,7 @@ macro_rules! entity_creation_methods {
             &self,
             options: impl $crate::qos::IntoPrimitiveOptions,
             mut callback: F,
-        ) -> $crate::error::Result<$crate::node::Subscription<T>>
+        ) -> $crate::base::error::Result<$crate::node::Subscription<T>>
         where
             F: FnMut($($bound)* std::sync::Arc<T>, $crate::transport::MessageInfo)
                 + Send
@@ -101,7 +101,7 @@ macro_rules! entity_creation_methods {
             &self,
             options: impl $crate::qos::IntoPrimitiveOptions,
             callback: F,
-        ) -> $crate::error::Result<$crate::node::Subscription<T>>
+        ) -> $crate::base::error::Result<$crate::node::Subscription<T>>
         where
             F: FnMut(std::sync::Arc<T>) -> Fut + Send + 'static,
             Fut: std::future::Future<Output = ()> + Send + 'static,
@@ -121,7 +121,7 @@ macro_rules! entity_creation_methods {
         pub fn create_subscription_stream<T: $crate::msg::Message>(
             &self,
             options: impl $crate::qos::IntoPrimitiveOptions,
-        ) -> $crate::error::Result<$crate::node::SubscriptionStream<T>> {
+        ) -> $crate::base::error::Result<$crate::node::SubscriptionStream<T>> {
             $crate::node::SubscriptionStream::create(&self.core, options)
         }
 
@@ -132,7 +132,7 @@ macro_rules! entity_creation_methods {
             &self,
             options: impl $crate::qos::IntoPrimitiveOptions,
             callback: F,
-        ) -> $crate::error::Result<$crate::node::Service<S>>
+        ) -> $crate::base::error::Result<$crate::node::Service<S>>
         where
             F: FnMut($($bound)* S::Request) -> S::Response + Send + 'static,
         {
@@ -152,7 +152,7 @@ macro_rules! entity_creation_methods {
             &self,
             options: impl $crate::qos::IntoPrimitiveOptions,
             callback: F,
-        ) -> $crate::error::Result<$crate::node::Service<S>>
+        ) -> $crate::base::error::Result<$crate::node::Service<S>>
         where
             F: FnMut(S::Request) -> Fut + Send + 'static,
             Fut: std::future::Future<Output = S::Response> + Send + 'static,
@@ -170,7 +170,7 @@ macro_rules! entity_creation_methods {
         pub fn create_client<S: $crate::msg::ServiceType>(
             &self,
             options: impl $crate::qos::IntoPrimitiveOptions,
-        ) -> $crate::error::Result<$crate::node::Client<S>> {
+        ) -> $crate::base::error::Result<$crate::node::Client<S>> {
             $crate::node::service::create_client(&self.core, options)
         }
 
@@ -180,7 +180,7 @@ macro_rules! entity_creation_methods {
         pub fn create_guard_condition<F>(
             &self,
             mut callback: F,
-        ) -> $crate::error::Result<$crate::node::GuardCondition>
+        ) -> $crate::base::error::Result<$crate::node::GuardCondition>
         where
             F: FnMut($($bound)*) + Send + 'static,
         {
@@ -197,7 +197,7 @@ macro_rules! entity_creation_methods {
             &self,
             options: impl $crate::timer::IntoTimerOptions,
             callback: $timer_callback,
-        ) -> $crate::error::Result<$crate::timer::Timer> {
+        ) -> $crate::base::error::Result<$crate::timer::Timer> {
             let $timer_given = callback;
             $crate::timer::create_timer(
                 &self.core,
@@ -214,7 +214,7 @@ macro_rules! entity_creation_methods {
             &self,
             options: impl $crate::timer::IntoTimerOptions,
             callback: $timer_callback,
-        ) -> $crate::error::Result<$crate::timer::Timer> {
+        ) -> $crate::base::error::Result<$crate::timer::Timer> {
             let $timer_given = callback;
             $crate::timer::create_timer(
                 &self.core,
@@ -230,7 +230,7 @@ macro_rules! entity_creation_methods {
         pub fn create_timer_inert(
             &self,
             options: impl $crate::timer::IntoTimerOptions,
-        ) -> $crate::error::Result<$crate::timer::Timer> {
+        ) -> $crate::base::error::Result<$crate::timer::Timer> {
             $crate::timer::create_timer(&self.core, options, $crate::timer::TimerKind::Inert)
         }
 
@@ -242,7 +242,7 @@ macro_rules! entity_creation_methods {
             &self,
             options: impl $crate::timer::IntoTimerOptions,
             callback: F,
-        ) -> $crate::error::Result<$crate::timer::Timer>
+        ) -> $crate::base::error::Result<$crate::timer::Timer>
         where
             F: FnMut($crate::timer::TimerInfo) -> Fut + Send + 'static,
             Fut: std::future::Future<Output = ()> + Send + 'static,

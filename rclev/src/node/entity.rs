@@ -4,12 +4,13 @@
 
 use std::sync::Arc;
 
-use super::worker::WorkerCore;
-use crate::error::{Error, Result};
-use crate::executor::core::WorkerHost;
-use crate::executor::dispatch::{EntityDispatch, Executable};
+use super::worker_core::WorkerCore;
+use crate::base::error::{Error, Result};
 use crate::msg::Message;
 use crate::qos::IntoPrimitiveOptions;
+use crate::runtime::core::WorkerHost;
+use crate::runtime::dispatch::EntityDispatch;
+use crate::runtime::executable::Executable;
 use crate::transport::{Payload, ServiceEndpoint, ServiceTypes, TopicEndpoint, TypeSupport};
 
 /// Creates an entity on `core`'s worker: `make` gets the entity's dispatch (its transport

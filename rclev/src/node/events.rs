@@ -13,13 +13,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::callback::Callback;
 use super::entity::bind_entity;
-use super::worker::WorkerCore;
-use crate::error::Result;
-use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
+use super::worker_core::WorkerCore;
+use crate::base::error::Result;
+use crate::base::sync::lock;
 use crate::qos::{QosEvent, QosEventHandler};
-use crate::sync::lock;
+use crate::runtime::callback::Callback;
+use crate::runtime::dispatch::EntityDispatch;
+use crate::runtime::executable::{ExecContext, Executable};
 use crate::transport::EventHook;
 
 /// Collects one entity's events and runs its handler.
@@ -144,7 +145,7 @@ impl Executable for EventSink {
         }
     }
 
-    fn dispatch(&self) -> &EntityDispatch {
-        &self.dispatch
+    fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
+        &*self.dispatch
     }
 }

@@ -5,8 +5,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::NodeState;
+use crate::base::error::{Error, Result};
 use crate::clock::Lifeline;
-use crate::error::{Error, Result};
 use crate::qos::QosEventKind;
 use crate::transport::{EndpointInfo, EndpointKind, GraphSnapshot, NodeName};
 
@@ -68,7 +68,7 @@ impl NodeState {
     }
 
     /// Resolves after the next change of the graph (a node or endpoint appeared or went), or
-    /// with [`Error::Shutdown`](crate::Error::Shutdown) once the executor has shut down.
+    /// with [`Error::Shutdown`] once the executor has shut down.
     pub async fn wait_for_graph_change(&self) -> Result<()> {
         let mut changes = self.core.exec.context().transport().graph_changes();
         changes.borrow_and_update();

@@ -3,13 +3,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::callback::Callback;
 use super::entity::bind_entity;
-use super::worker::WorkerCore;
-use crate::error::Result;
-use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
-use crate::executor::fence::CallGate;
-use crate::sync::lock;
+use super::worker_core::WorkerCore;
+use crate::base::error::Result;
+use crate::base::sync::lock;
+use crate::runtime::callback::Callback;
+use crate::runtime::dispatch::EntityDispatch;
+use crate::runtime::executable::{ExecContext, Executable};
+use crate::runtime::fence::CallGate;
 
 /// A guard condition: [`trigger`](Self::trigger) it from any thread and its callback runs on
 /// its worker. Triggers that arrive before the callback runs merge into one run. Once the last
@@ -80,8 +81,8 @@ impl Executable for GuardEntity {
             );
         }
     }
-    fn dispatch(&self) -> &EntityDispatch {
-        &self.dispatch
+    fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
+        &*self.dispatch
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::service::{create_service, ServiceCallback};
 use super::{NodeState, Service};
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::interfaces::rcl_interfaces::{msg, srv};
 use crate::logging::{logger_level, set_logger_level, LogLevel};
 use crate::qos::{IntoPrimitiveOptions, QoSProfile};

@@ -3,20 +3,20 @@
 use std::sync::{Arc, Mutex, Weak};
 
 // Crate-visible: callbacks belong to the executor-core layer, which timers use (tests/layers.rs).
-pub(crate) mod callback;
 mod creation;
 pub(crate) mod entity;
 pub(crate) mod events;
 pub(crate) mod graph;
 mod guard;
+mod identity;
 mod logger_services;
-pub(crate) mod names; // `expand_topic_name` is re-exported at the crate root
 mod options;
 mod parameter_services;
 pub(crate) mod pubsub;
 pub(crate) mod service;
 mod type_description;
 mod worker;
+mod worker_core;
 
 pub use guard::{GuardCondition, GuardConditionState};
 pub use options::{IntoNodeOptions, NodeOptions};
@@ -24,13 +24,15 @@ pub use pubsub::{Publisher, PublisherState, Subscription, SubscriptionState, Sub
 pub use service::{Client, ClientState, Service, ServiceState};
 pub use worker::{Worker, WorkerState};
 
-pub(crate) use callback::Callback;
-pub(crate) use worker::WorkerCore;
+pub(crate) use crate::runtime::callback::Callback;
+pub(crate) use identity::NodeIdentity;
+pub(crate) use worker_core::WorkerCore;
 
-use crate::arguments::remap::{self, NameUse};
+use crate::arguments::remap;
 use crate::arguments::Arguments;
-use crate::clock::{Clock, ClockType, Lifeline, Rate, RosTimeSource};
-use crate::error::Result;
+use crate::base::error::Result;
+use crate::base::sync::lock;
+use crate::clock::{Clock, ClockType, Rate, RosTimeSource};
 use crate::executor::ExecutorShared;
 use crate::logging::Logger;
 use crate::parameter::{
@@ -38,67 +40,7 @@ use crate::parameter::{
     SetParametersResult,
 };
 use crate::qos::{IntoPrimitiveOptions, QoSProfile};
-use crate::sync::lock;
 use crate::timer::IntoTimerCallback;
-
-/// A node's validated name and namespace, its clocks, and its registration with the transport.
-pub(crate) struct NodeIdentity {
-    pub(crate) name: String,
-    pub(crate) namespace: String,
-    /// The node as the transport knows it; endpoints are created through it.
-    pub(crate) port: Arc<dyn crate::transport::NodePort>,
-    /// The node's ROS-time clock.
-    pub(crate) clock: Clock,
-    life: Arc<Lifeline>,
-    /// The types of the node's endpoints (for `~/get_type_description`).
-    pub(crate) types: type_description::TypeCache,
-    /// The remapping rules that apply to the node's names: its own, then the context's.
-    remap_rules: Vec<crate::arguments::remap::RemapRule>,
-}
-
-impl NodeIdentity {
-    /// `/ns/name`.
-    pub(crate) fn fully_qualified_name(&self) -> String {
-        if self.namespace == "/" {
-            format!("/{}", self.name)
-        } else {
-            format!("{}/{}", self.namespace, self.name)
-        }
-    }
-
-    /// A topic (or action) name as the node uses it: expanded, then remapped.
-    pub(crate) fn expand(&self, topic: &str) -> Result<String> {
-        self.resolve(topic, NameUse::Topic)
-    }
-
-    /// A service name as the node uses it: expanded, then remapped.
-    pub(crate) fn expand_service(&self, service: &str) -> Result<String> {
-        self.resolve(service, NameUse::Service)
-    }
-
-    fn resolve(&self, name: &str, kind: NameUse) -> Result<String> {
-        let expanded = names::expand_topic_name(name, &self.namespace, &self.name)?;
-        match remap::name(
-            &self.remap_rules,
-            &expanded,
-            kind,
-            &self.name,
-            &self.namespace,
-        ) {
-            Some(remapped) => remapped,
-            None => Ok(expanded),
-        }
-    }
-
-    /// A clock of `clock_type` whose sleeps end with the executor.
-    pub(crate) fn clock_of(&self, clock_type: ClockType) -> Clock {
-        match clock_type {
-            ClockType::RosTime => self.clock.clone(),
-            ClockType::SteadyTime => Clock::steady().with_life(self.life.clone()),
-            ClockType::SystemTime => Clock::system().with_life(self.life.clone()),
-        }
-    }
-}
 
 /// A ROS 2 node. Entities created through it run on its default worker; a
 /// [`Worker`] created through it has the same `create_*` methods, with callbacks that get the
@@ -145,8 +87,8 @@ pub type Node = Arc<NodeState>;
 
 impl NodeState {
     pub(crate) fn create(exec: &Arc<ExecutorShared>, options: NodeOptions) -> Result<Node> {
-        names::validate_node_name(&options.name)?;
-        names::normalize_namespace(&options.namespace)?;
+        crate::names::validate_node_name(&options.name)?;
+        crate::names::normalize_namespace(&options.namespace)?;
         exec.check_running()?;
         // Before anything is started: malformed node arguments fail the creation, as in rcl.
         let local = Arguments::parse(&options.arguments)?;
@@ -162,7 +104,7 @@ impl NodeState {
         // As rcl: the name first (rules for the name as created), then the namespace (rules for
         // the name as renamed).
         let name = remap::node_name(&remap_rules, &options.name).unwrap_or(options.name.clone());
-        let namespace = names::normalize_namespace(
+        let namespace = crate::names::normalize_namespace(
             &remap::namespace(&remap_rules, &name).unwrap_or(options.namespace.clone()),
         )?;
         let fqn = if namespace == "/" {
@@ -201,7 +143,7 @@ impl NodeState {
             life: exec.life().clone(),
             name,
             namespace,
-            types: type_description::TypeCache::default(),
+            types: identity::TypeCache::default(),
             remap_rules,
         });
         let core = WorkerCore::spawn(exec, identity.clone(), Box::new(()))?;
@@ -532,6 +474,12 @@ impl crate::executor::Executor {
     /// ```
     pub fn create_node(&self, options: impl IntoNodeOptions) -> Result<Node> {
         NodeState::create(self.shared(), options.into_node_options())
+    }
+}
+
+impl crate::logging::AsLogger for NodeState {
+    fn as_logger(&self) -> &Logger {
+        self.logger()
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::{Arc, Weak};
 
 use super::service::{create_service, ServiceCallback};
 use super::{NodeState, Publisher, Service};
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::interfaces::rcl_interfaces::{msg as rcl, srv};
 use crate::msg::ServiceType;
 use crate::parameter::{Parameter, ParameterChange, ParameterError, ParameterValue, Parameters};

@@ -8,18 +8,19 @@ use std::task::{Context as TaskContext, Poll};
 use futures::task::AtomicWaker;
 use futures::Stream;
 
-use super::callback::Callback;
 use super::entity::{self, bind_entity, decode, topic_endpoint};
 use super::events::{EventSink, WarningHook};
-use super::worker::WorkerCore;
-use crate::error::{DeliveryError, Error, Result};
-use crate::executor::core::WorkerHost;
-use crate::executor::direct::WorkerLender;
-use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
-use crate::executor::fence::CallGate;
+use super::worker_core::WorkerCore;
+use crate::base::error::{DeliveryError, Error, Result};
+use crate::base::sync::lock;
 use crate::msg::Message;
 use crate::qos::{Delivery, IntoPrimitiveOptions, QoSProfile, QosEvent};
-use crate::sync::lock;
+use crate::runtime::callback::Callback;
+use crate::runtime::core::WorkerHost;
+use crate::runtime::direct::WorkerLender;
+use crate::runtime::dispatch::EntityDispatch;
+use crate::runtime::executable::{ExecContext, Executable, MAX_BATCH};
+use crate::runtime::fence::CallGate;
 use crate::transport::{Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort};
 
 /// Publishes messages of type `T` on one topic. Made by
@@ -394,8 +395,8 @@ impl<T: Message> Executable for SubscriptionEntity<T> {
         self.dispatch.notify();
     }
 
-    fn dispatch(&self) -> &EntityDispatch {
-        &self.dispatch
+    fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
+        &*self.dispatch
     }
 }
 
@@ -431,7 +432,7 @@ impl ReadyHook for StreamHook {
 pub struct SubscriptionStream<T: Message> {
     port: Arc<dyn SubscriptionPort>,
     topic: String,
-    host: Arc<crate::executor::core::WorkerHost>,
+    host: Arc<crate::runtime::core::WorkerHost>,
     malformed: AtomicU64,
     hook: Arc<StreamHook>,
     /// Resolves when the executor shuts down; `None` once it has.

@@ -11,15 +11,16 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::sync::oneshot;
 
-use super::callback::payload_of;
 use super::entity::{bind_entity, decode_owned, report_malformed, service_endpoint};
 use super::graph::wait_on_graph;
-use super::worker::WorkerCore;
-use crate::error::{panic_message, Error, Result};
-use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
+use super::worker_core::WorkerCore;
+use crate::base::error::{panic_message, Error, Result};
+use crate::base::sync::lock;
 use crate::msg::ServiceType;
 use crate::qos::{History, IntoPrimitiveOptions};
-use crate::sync::lock;
+use crate::runtime::callback::payload_of;
+use crate::runtime::dispatch::EntityDispatch;
+use crate::runtime::executable::{ExecContext, Executable, MAX_BATCH};
 use crate::transport::{ClientPort, Payload, ServicePort};
 
 type SyncHandler<S> = Box<
@@ -225,8 +226,8 @@ impl<S: ServiceType> Executable for ServiceEntity<S> {
         self.dispatch.notify();
     }
 
-    fn dispatch(&self) -> &EntityDispatch {
-        &self.dispatch
+    fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
+        &*self.dispatch
     }
 }
 
@@ -272,7 +273,7 @@ pub struct ClientState<S: ServiceType> {
     /// Bumped by the transport on every graph change.
     graph: tokio::sync::watch::Receiver<u64>,
     /// Where malformed responses are reported.
-    host: Arc<crate::executor::core::WorkerHost>,
+    host: Arc<crate::runtime::core::WorkerHost>,
 }
 
 /// A shared handle to a client.
@@ -412,8 +413,8 @@ impl<S: ServiceType> Executable for ClientState<S> {
         self.dispatch.notify();
     }
 
-    fn dispatch(&self) -> &EntityDispatch {
-        &self.dispatch
+    fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
+        &*self.dispatch
     }
 }
 

@@ -9,32 +9,14 @@
 //! Type sources (`include_type_sources`) are not kept: the answer has none, as rcl answers for
 //! types whose typesupport carries no sources.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
+use super::identity::TypeCache;
 use super::service::{create_service, ServiceCallback};
 use super::{NodeState, Service};
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::interfaces::type_description_interfaces::{msg as td, srv};
 use crate::msg::{IndividualTypeDescription, TypeDescription, TypeHash};
-use crate::sync::lock;
-
-/// The types a node uses, by hash.
-#[derive(Default)]
-pub(crate) struct TypeCache {
-    types: Mutex<HashMap<TypeHash, TypeDescription>>,
-}
-
-impl TypeCache {
-    /// Records a type the node uses.
-    pub(crate) fn register(&self, hash: TypeHash, description: TypeDescription) {
-        lock(&self.types).entry(hash).or_insert(description);
-    }
-
-    fn get(&self, hash: &TypeHash) -> Option<TypeDescription> {
-        lock(&self.types).get(hash).copied()
-    }
-}
 
 fn individual(d: &IndividualTypeDescription) -> td::IndividualTypeDescription {
     td::IndividualTypeDescription {

@@ -28,4 +28,4 @@ pub use store::{ParameterChange, Parameters, SetCallbackHandle, SetParametersRes
 pub use typed::{ParameterBuilder, ParameterType, TypedParameter};
 pub use value::{Parameter, ParameterValue};
 
-pub use crate::error::ParameterError;
+pub use crate::base::error::ParameterError;

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, Weak};
 use super::descriptor::ParameterDescriptor;
 use super::value::{coerce, Parameter, ParameterValue};
 use super::ParameterError;
-use crate::sync::lock;
+use crate::base::sync::lock;
 
 /// A set-callback's verdict: `Ok` accepts, `Err(reason)` rejects the whole change.
 pub type SetParametersResult = Result<(), String>;

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 pub(crate) mod compat;
 pub mod event;

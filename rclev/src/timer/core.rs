@@ -7,21 +7,21 @@ use std::sync::atomic::{AtomicI64, AtomicU8};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::callback::{TimerCallback, TimerInfo};
 use super::entry::{Stamp, TimerTick};
 use super::heap::{GridTime, SimTime, TimerId};
+use super::options::{IntoTimerOptions, TimerOptions, MAX_PERIOD};
 use super::scheduler::SchedulerCore;
-use super::{
-    IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerOptions, TimerState, MAX_PERIOD,
-};
+use crate::base::error::{Error, Result};
 use crate::clock::{Clock, ClockType, TimeBaseFollower};
-use crate::error::{Error, Result};
-use crate::executor::dispatch::{EntityDispatch, Executable};
-use crate::executor::fence::CallGate;
-use crate::executor::worker::WorkerRef;
-use crate::node::callback::Callback;
+use crate::runtime::callback::Callback;
+use crate::runtime::dispatch::EntityDispatch;
+use crate::runtime::executable::Executable;
+use crate::runtime::fence::CallGate;
+use crate::runtime::worker::WorkerRef;
 // The stop protocol's atomics (`canceled`, `stops`, `dropped`) and the timer's locks are the
 // facade's, so the loom models can run the real `execute` against a real stop.
-use crate::sync::{model_lock as lock, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::base::sync::{model_lock as lock, AtomicBool, AtomicU64, Mutex, Ordering};
 
 // `TimerCore::mode`. An atomic rather than part of the callback slot, so the handle's getters
 // (`is_oneshot`, `is_inert`) never wait for a running callback.
@@ -52,7 +52,7 @@ pub(super) enum Lane {
 }
 
 /// What the scheduler and the worker hold: the timer's state. The worker references it only
-/// while it executes a tick; the user's [`TimerState`] owns it.
+/// while it executes a tick; the user's [`TimerState`](super::TimerState) owns it.
 pub(crate) struct TimerCore {
     /// What the scheduler holds of the timer (see `entry.rs`).
     pub(super) tick: Arc<TimerTick>,
@@ -166,19 +166,19 @@ pub(crate) trait TimerHost {
     fn timer_site(self: &Arc<Self>, clock: ClockType) -> Result<TimerSite>;
 }
 
-/// Creates a timer on `host`'s worker.
-pub(crate) fn create_timer<H: TimerHost>(
+/// Creates a timer's core on `host`'s worker (the user's handle wraps it, `timer/mod.rs`).
+pub(super) fn create<H: TimerHost>(
     host: &Arc<H>,
     options: impl IntoTimerOptions,
     kind: TimerKind,
-) -> Result<Timer> {
+) -> Result<Arc<TimerCore>> {
     let options = options.into_timer_options();
     // First: after shutdown, that is the error, whatever the options.
     let site = host.timer_site(options.clock)?;
-    create(site, options, kind)
+    create_on(site, options, kind)
 }
 
-fn create(site: TimerSite, options: TimerOptions, kind: TimerKind) -> Result<Timer> {
+fn create_on(site: TimerSite, options: TimerOptions, kind: TimerKind) -> Result<Arc<TimerCore>> {
     let (mode, callback) = match kind {
         TimerKind::Repeating(cb) => (MODE_REPEATING, Some(cb.0)),
         TimerKind::OneShot(cb) => (MODE_ONESHOT, Some(cb.0)),
@@ -234,7 +234,7 @@ fn create(site: TimerSite, options: TimerOptions, kind: TimerKind) -> Result<Tim
         src.register_timer(follower);
     }
     timer.arm_in(Some(options.period), None);
-    Ok(crate::Handle::new(TimerState { core: timer }))
+    Ok(timer)
 }
 
 /// `at + d`, or the farthest instant the platform represents beyond it.

@@ -3,14 +3,14 @@
 //!
 //! # Ground rules
 //!
-//! - `due` is the hand-over slot. Only the scheduler's delivery (`scheduler::hand_over`) puts a
+//! - `due` is the hand-over slot. Only the scheduler's delivery ([`hand_over`]) puts a
 //!   stamp in, into an empty slot, and only under the scheduler lock, in the lock section that
 //!   popped the tick (the scheduler thread's, a worker's pull, a `/clock` advance); only the
 //!   worker takes one out (a swap to [`Stamp::NONE`], in `execute.rs`, without the lock). So at
 //!   most one tick waits per timer: a tick that finds one still waiting is dropped and counted,
 //!   never queued behind it.
 //! - Every new arming (arm, cancel, re-period, removal, lane switch) empties `due` and writes
-//!   `floor` in one step under the scheduler lock (`SchedulerCore::start_arming`). With the rule
+//!   `floor` in one step under the scheduler lock ([`start_arming`]). With the rule
 //!   above, `due` holds only ticks of the current arming, one arming's ticks enter it in
 //!   deadline order, and a tick popped before a re-arm cannot arrive after it: a stamp alone
 //!   could not tell, as an early hand-off or a worker's pull pops a tick ahead of its deadline,
@@ -23,9 +23,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::heap::SimTime;
-use crate::executor::dispatch::EntityDispatch;
-use crate::sync::{AtomicU64, Ordering};
+use super::heap::{GridTime, SimTime, TimerHeap, TimerId};
+use super::stats::TickCounters;
+use crate::base::sync::{AtomicU64, Ordering};
+use crate::runtime::dispatch::EntityDispatch;
 
 /// A tick's deadline as it travels through [`TimerTick::due`] and [`TimerTick::floor`]: one
 /// `u64`, so it is swapped and compared atomically, and ordered like the deadlines within one
@@ -174,10 +175,67 @@ impl TimerTick {
     }
 }
 
+/// Hands a tick stamped `stamp` to its timer, `skipped` grid points after the previous one
+/// (counted as dropped): the first step of a tick's path after the heap. The tick goes into
+/// `due`, unless the previous one still waits there (its callback has not started): then this
+/// one is dropped and counted, never queued behind it. Returns whether the tick was stored;
+/// the caller announces a stored tick to the timer's dispatch (which queues the timer in its
+/// worker's mailbox, `executor/dispatch.rs`) after dropping the lock, unless it is the timer's
+/// own worker pulling it.
+///
+/// Called under the scheduler lock, in the lock section that popped the tick: so `stamp` is of
+/// the timer's current arming, and so is a tick waiting in `due` (a new arming empties it under
+/// this lock, [`start_arming`]). Only this puts a tick in (so one at a time),
+/// and only the worker takes one out, lock-free.
+pub(super) fn hand_over(
+    tick: &TimerTick,
+    stamp: Stamp,
+    skipped: u64,
+    counters: &TickCounters,
+) -> bool {
+    if skipped > 0 {
+        tick.drop_ticks(skipped);
+        counters.dropped_late(skipped);
+    }
+    match tick
+        .due
+        .compare_exchange(Stamp::NONE, stamp, Ordering::AcqRel, Ordering::Acquire)
+    {
+        Ok(_) => {
+            counters.handed_over();
+            true
+        }
+        Err(_) => {
+            // The previous tick's callback has not started: drop this one (no backlog).
+            tick.drop_ticks(1);
+            counters.dropped_worker_busy();
+            false
+        }
+    }
+}
+
+/// Starts the timer's new arming, whose first deadline is stamped `first` (`None`:
+/// disarmed): records the floor and drops the previous arming's tick still waiting in
+/// `due`, if any. Called under the scheduler lock, in the lock section that re-arms the
+/// heap: every tick popped before was stored before (see [`hand_over`]), so none of the old
+/// arming is left to run, and every tick stored after is of the new one.
+pub(super) fn start_arming<K: GridTime>(
+    heap: &TimerHeap<TimerTick, K>,
+    id: TimerId,
+    first: Option<Stamp>,
+) {
+    if let Some(slot) = heap.slot(id) {
+        let tick = &slot.target;
+        tick.floor
+            .store(first.unwrap_or(Stamp::DISARMED), Ordering::Release);
+        tick.due.store(Stamp::NONE, Ordering::Release);
+    }
+}
+
 #[cfg(all(test, not(rclev_loom)))]
 mod tests {
     use super::*;
-    use crate::executor::mailbox::Mailbox;
+    use crate::runtime::mailbox::Mailbox;
 
     fn tick_with_floor(floor: Stamp) -> TimerTick {
         let tick = TimerTick::new(EntityDispatch::unbound(Arc::new(Mailbox::default())));

@@ -7,8 +7,9 @@ use super::core::TimerCore;
 use super::entry::Stamp;
 use super::TimerInfo;
 use crate::clock::{ClockType, Time};
-use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable};
-use crate::sync::{model_lock as lock, Ordering};
+
+use crate::base::sync::{model_lock as lock, Ordering};
+use crate::runtime::executable::{ExecContext, Executable};
 
 /// The shortest wait worth the worker's alarm: below it, arming the kernel timer and waking
 /// cost about as much as busy-waiting.
@@ -72,8 +73,8 @@ impl Executable for TimerCore {
         }
     }
 
-    fn dispatch(&self) -> &EntityDispatch {
-        &self.tick.dispatch
+    fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
+        &*self.tick.dispatch
     }
 
     fn pending_deadline(&self) -> Option<Instant> {

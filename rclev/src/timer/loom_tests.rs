@@ -22,12 +22,12 @@ use super::entry::{Stamp, TimerTick};
 use super::heap::{GridTime, SimTime};
 use super::scheduler::SchedulerCore;
 use super::{create_timer, IntoTimerCallback, IntoTimerOptions, TimerKind, TimerPrecision};
-use crate::executor::dispatch::EntityDispatch;
-use crate::executor::mailbox::{MailItem, Mailbox};
+use crate::base::sync::{model_lock as lock, AtomicBool, Condvar, Mutex, Ordering};
 use crate::executor::ExecutorShared;
 use crate::loom_model::{check, idle_runtime, spawn_worker};
 use crate::node::WorkerCore;
-use crate::sync::{model_lock as lock, AtomicBool, Condvar, Mutex, Ordering};
+use crate::runtime::dispatch::EntityDispatch;
+use crate::runtime::mailbox::{MailItem, Mailbox};
 use loom::sync::atomic::AtomicI64;
 
 fn tick() -> Arc<TimerTick> {

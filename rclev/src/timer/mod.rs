@@ -43,10 +43,10 @@
 //! changes, `heap.rs` the scheduler's lock-free ordering, and `stats.rs` the tick path's
 //! counters ([`TimerStats`]).
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod callback;
 mod core;
 mod entry;
 mod execute;
@@ -62,72 +62,13 @@ mod loom_tests;
 pub use options::{IntoTimerOptions, TimerOptions, TimerPrecision, MAX_PERIOD};
 pub use stats::TimerStats;
 
-pub(crate) use self::core::{create_timer, TimerHost, TimerKind, TimerSite};
+pub(crate) use self::core::{TimerHost, TimerKind, TimerSite};
+pub use callback::{IntoTimerCallback, TimerCallback, TimerInfo};
 pub(crate) use scheduler::{set_thread_timer_slack, TimerScheduler};
 
 use self::core::{Lane, TimerCore, MODE_INERT, MODE_ONESHOT, MODE_REPEATING};
-use crate::clock::{Clock, Time};
-use crate::node::callback::Callback;
-use crate::sync::{model_lock as lock, Ordering};
-
-/// What a timer callback is told about its call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TimerInfo {
-    /// When this call was due (a point on the timer's grid), on the timer's clock.
-    pub expected_call_time: Time,
-    /// When the callback actually started, on the timer's clock.
-    pub actual_call_time: Time,
-    /// Grid points between the previous call and this one that got no call: their ticks were
-    /// dropped because they were late (the callback or the system could not keep up). So
-    /// `expected_call_time` lies `missed_ticks + 1` periods after the previous call's; for the
-    /// first call after (re-)arming, it counts the grid points skipped before it.
-    pub missed_ticks: u64,
-}
-
-impl TimerInfo {
-    /// How late the call started.
-    pub fn lateness(&self) -> Duration {
-        self.actual_call_time
-            .duration_since(self.expected_call_time)
-            .unwrap_or_default()
-    }
-}
-
-/// A timer callback, made from a closure by [`IntoTimerCallback`].
-pub struct TimerCallback(pub(crate) Callback<TimerInfo>);
-
-/// Closures usable as timer callbacks: `FnMut()` or `FnMut(TimerInfo)`.
-pub trait IntoTimerCallback<Args> {
-    /// Converts.
-    fn into_timer_callback(self) -> TimerCallback;
-}
-
-impl<F: FnMut() + Send + 'static> IntoTimerCallback<()> for F {
-    fn into_timer_callback(mut self) -> TimerCallback {
-        TimerCallback(Callback::plain(move |_info: TimerInfo| self()))
-    }
-}
-
-impl<F: FnMut(TimerInfo) + Send + 'static> IntoTimerCallback<TimerInfo> for F {
-    fn into_timer_callback(self) -> TimerCallback {
-        TimerCallback(Callback::plain(self))
-    }
-}
-
-impl TimerCallback {
-    /// A callback that gets the worker's payload.
-    pub(crate) fn with_payload<P: 'static>(
-        f: impl FnMut(&mut P, TimerInfo) + Send + 'static,
-    ) -> Self {
-        Self(Callback::with_payload(f))
-    }
-    /// An async callback.
-    pub(crate) fn asynchronous<Fut: Future<Output = ()> + Send + 'static>(
-        f: impl FnMut(TimerInfo) -> Fut + Send + 'static,
-    ) -> Self {
-        Self(Callback::asynchronous(f))
-    }
-}
+use crate::base::sync::{model_lock as lock, Ordering};
+use crate::clock::Clock;
 
 /// A timer. Dropping the last handle removes it from the scheduler at once: once the drop
 /// has returned, its callback never starts again, even if a tick was being handed to it right
@@ -158,6 +99,16 @@ pub struct TimerState {
 
 /// A shared handle to a timer.
 pub type Timer = crate::Handle<TimerState>;
+
+/// Creates a timer on `host`'s worker.
+pub(crate) fn create_timer<H: TimerHost>(
+    host: &Arc<H>,
+    options: impl IntoTimerOptions,
+    kind: TimerKind,
+) -> crate::Result<Timer> {
+    let core = self::core::create(host, options, kind)?;
+    Ok(crate::Handle::new(TimerState { core }))
+}
 
 impl TimerState {
     /// Restarts the period from now (re-arming a cancelled or spent timer).

@@ -14,7 +14,7 @@
 //!   after the lock is dropped, so a worker woken by a tick never wakes into a held scheduler
 //!   lock, and a slow mailbox push never delays `reset()` callers.
 //! - Every new arming (arm, cancel, re-period, removal, lane switch; see
-//!   [`start_arming`](SchedulerCore::start_arming)) records the stamp of its first deadline in
+//!   [`start_arming`]) records the stamp of its first deadline in
 //!   `TimerTick::floor` and empties `due`, under the same lock. With the rule above, `due`
 //!   only ever holds a tick of the timer's current arming, and the ticks of one arming enter it
 //!   in deadline order (each pop advances the timer's grid under the lock). A tick popped
@@ -68,12 +68,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::entry::{Stamp, TimerTick};
-use super::heap::{GridTime, TimerHeap, TimerId};
+use super::entry::{hand_over, start_arming, Stamp, TimerTick};
+use super::heap::{SimTime, TimerHeap, TimerId};
+use super::options::TimerPrecision;
 use super::sim::SimLanes;
 use super::stats::TickCounters;
-use super::TimerPrecision;
-use crate::sync::{model_lock as lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+use crate::base::sync::{model_lock as lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
 
 /// How far ahead a worker pulls its timer's next tick (see [`SchedulerCore::pull`]): timers of
 /// 500 Hz and faster are paced by their workers; slower ones need the scheduler thread's
@@ -127,7 +127,7 @@ impl SchedulerCore {
         Self {
             state: Mutex::new(SchedState {
                 heap: TimerHeap::default(),
-                sim: SimLanes::new(),
+                sim: SimLanes::default(),
                 waiter: Waiter::Busy,
                 shutdown: false,
             }),
@@ -151,24 +151,6 @@ impl SchedulerCore {
     /// The deadline a wall stamp stands for (the inverse of `wall_stamp`).
     pub(super) fn wall_deadline(&self, stamp: Stamp) -> Instant {
         self.epoch + Duration::from_nanos(stamp.nanos())
-    }
-
-    /// Starts the timer's new arming, whose first deadline is stamped `first` (`None`:
-    /// disarmed): records the floor and drops the previous arming's tick still waiting in
-    /// `due`, if any. Called under the scheduler lock, in the lock section that re-arms the
-    /// heap: every tick popped before was stored before (see [`hand_over`]), so none of the old
-    /// arming is left to run, and every tick stored after is of the new one.
-    pub(super) fn start_arming<K: GridTime>(
-        heap: &TimerHeap<TimerTick, K>,
-        id: TimerId,
-        first: Option<Stamp>,
-    ) {
-        if let Some(slot) = heap.slot(id) {
-            let tick = &slot.target;
-            tick.floor
-                .store(first.unwrap_or(Stamp::DISARMED), Ordering::Release);
-            tick.due.store(Stamp::NONE, Ordering::Release);
-        }
     }
 
     /// How early ticks are handed to workers.
@@ -240,7 +222,7 @@ impl SchedulerCore {
         self.fit_lead(period);
         let mut state = lock(&self.state);
         let id = state.heap.insert(tick, deadline, period);
-        Self::start_arming(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
+        start_arming(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
         if let Some(d) = deadline {
             self.kick_if_earlier(&mut state, d);
         }
@@ -269,7 +251,7 @@ impl SchedulerCore {
         }
         let deadline = when();
         state.heap.arm(id, deadline);
-        Self::start_arming(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
+        start_arming(&state.heap, id, deadline.map(|d| self.wall_stamp(d)));
         match deadline {
             Some(d) => self.kick_if_earlier(&mut state, d),
             None => self.kick_if_idle(&mut state),
@@ -331,7 +313,7 @@ impl SchedulerCore {
     /// the bump.
     pub(crate) fn remove(&self, id: TimerId) {
         let mut state = lock(&self.state);
-        Self::start_arming(&state.heap, id, None);
+        start_arming(&state.heap, id, None);
         state.heap.remove(id);
         self.kick_if_idle(&mut state);
     }
@@ -453,42 +435,71 @@ impl SchedulerCore {
     }
 }
 
-/// Hands a tick stamped `stamp` to its timer, `skipped` grid points after the previous one
-/// (counted as dropped): the first step of a tick's path after the heap. The tick goes into
-/// `due`, unless the previous one still waits there (its callback has not started): then this
-/// one is dropped and counted, never queued behind it. Returns whether the tick was stored;
-/// the caller announces a stored tick to the timer's dispatch (which queues the timer in its
-/// worker's mailbox, `executor/dispatch.rs`) after dropping the lock, unless it is the timer's
-/// own worker pulling it.
-///
-/// Called under the scheduler lock, in the lock section that popped the tick: so `stamp` is of
-/// the timer's current arming, and so is a tick waiting in `due` (a new arming empties it under
-/// this lock, [`SchedulerCore::start_arming`]). Only this puts a tick in (so one at a time),
-/// and only the worker takes one out, lock-free.
-pub(super) fn hand_over(
-    tick: &TimerTick,
-    stamp: Stamp,
-    skipped: u64,
-    counters: &TickCounters,
-) -> bool {
-    if skipped > 0 {
-        tick.drop_ticks(skipped);
-        counters.dropped_late(skipped);
+/// The simulated-time lanes (`sim.rs`), under the scheduler lock.
+impl SchedulerCore {
+    /// Adds a timer to the lane of simulated clock `lane`.
+    pub(crate) fn sim_insert(
+        &self,
+        lane: u64,
+        tick: Arc<TimerTick>,
+        deadline: Option<SimTime>,
+        period: Duration,
+    ) -> TimerId {
+        lock(&self.state).sim.insert(lane, tick, deadline, period)
     }
-    match tick
-        .due
-        .compare_exchange(Stamp::NONE, stamp, Ordering::AcqRel, Ordering::Acquire)
-    {
-        Ok(_) => {
-            counters.handed_over();
-            true
+
+    /// Re-arms or cancels a simulated-clock timer, optionally with a new period.
+    /// `when` reads the simulated clock under the scheduler lock, for the reason given at
+    /// [`arm`](Self::arm): `/clock` moves the time before it pops, so a deadline read under the
+    /// lock lies at or after every tick popped under the old arming. Returns the deadline
+    /// armed.
+    pub(crate) fn sim_arm(
+        &self,
+        lane: u64,
+        id: TimerId,
+        when: impl FnOnce() -> Option<SimTime>,
+        period: Option<Duration>,
+    ) -> Option<SimTime> {
+        lock(&self.state).sim.arm(lane, id, when, period)
+    }
+
+    /// Removes a simulated-clock timer; like [`remove`](Self::remove), the tick waiting in
+    /// `due` is dropped and no other is handed over.
+    pub(crate) fn sim_remove(&self, lane: u64, id: TimerId) {
+        lock(&self.state).sim.remove(lane, id)
+    }
+
+    /// A simulated-clock timer's next deadline.
+    pub(crate) fn sim_deadline(&self, lane: u64, id: TimerId) -> Option<SimTime> {
+        lock(&self.state).sim.deadline(lane, id)
+    }
+
+    /// Simulated clock `lane` moved forward to `now`: hands over every timer now due. Each
+    /// tick is stored in its timer's `due` under the lock, as it is popped, and announced after
+    /// the lock is dropped (the ground rules above).
+    pub(crate) fn sim_advance(&self, lane: u64, now: SimTime) {
+        let mut announce = Vec::new();
+        lock(&self.state)
+            .sim
+            .advance(lane, now, &self.counters, &mut announce);
+        for tick in announce {
+            tick.dispatch.notify();
         }
-        Err(_) => {
-            // The previous tick's callback has not started: drop this one (no backlog).
-            tick.drop_ticks(1);
-            counters.dropped_worker_busy();
-            false
-        }
+    }
+
+    /// Simulated clock `lane` jumped back to `now` (see [`SimLanes::jumped_back`]).
+    pub(crate) fn sim_jumped_back(&self, lane: u64, now: SimTime) {
+        lock(&self.state).sim.jumped_back(lane, now)
+    }
+}
+
+/// Simulated-time steps arrive from the clock layer through this.
+impl crate::clock::SimTimeSink for SchedulerCore {
+    fn sim_jumped_back(&self, lane: u64, nanos: i64) {
+        SchedulerCore::sim_jumped_back(self, lane, SimTime(nanos))
+    }
+    fn sim_advance(&self, lane: u64, nanos: i64) {
+        SchedulerCore::sim_advance(self, lane, SimTime(nanos))
     }
 }
 
@@ -562,7 +573,7 @@ impl TimerScheduler {
         self.core.wakeups()
     }
 
-    pub(crate) fn stats(&self) -> super::TimerStats {
+    pub(crate) fn stats(&self) -> super::stats::TimerStats {
         self.core.counters.snapshot()
     }
 

@@ -16,97 +16,87 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::entry::{Stamp, TimerTick};
+use super::entry::{hand_over, start_arming, Stamp, TimerTick};
 use super::heap::{GridTime, SimTime, TimerHeap, TimerId};
-use super::scheduler::{hand_over, SchedulerCore};
-use crate::sync::model_lock as lock;
+use super::stats::TickCounters;
 
-/// The lanes, by the simulated clock's lane number.
-pub(super) type SimLanes = HashMap<u64, TimerHeap<TimerTick, SimTime>>;
+/// The lanes, by the simulated clock's lane number. The scheduler owns them in its state and
+/// calls these methods under its lock (`SchedulerCore::sim_*` in `scheduler.rs`).
+#[derive(Default)]
+pub(super) struct SimLanes(HashMap<u64, TimerHeap<TimerTick, SimTime>>);
 
-impl SchedulerCore {
+impl SimLanes {
     /// Adds a timer to the lane of simulated clock `lane`.
-    pub(crate) fn sim_insert(
-        &self,
+    pub(super) fn insert(
+        &mut self,
         lane: u64,
         tick: Arc<TimerTick>,
         deadline: Option<SimTime>,
         period: Duration,
     ) -> TimerId {
         tick.sim.store(true, std::sync::atomic::Ordering::Release);
-        let mut state = lock(&self.state);
-        let heap = state.sim.entry(lane).or_default();
+        let heap = self.0.entry(lane).or_default();
         let id = heap.insert(tick, deadline, period);
-        Self::start_arming(heap, id, deadline.map(Stamp::sim));
+        start_arming(heap, id, deadline.map(Stamp::sim));
         id
     }
 
-    /// Re-arms or cancels a simulated-clock timer, optionally with a new period.
-    /// `when` reads the simulated clock under the scheduler lock, for the reason given at
-    /// [`arm`](Self::arm): `/clock` moves the time before it pops, so a deadline read under the
-    /// lock lies at or after every tick popped under the old arming. Returns the deadline
-    /// armed.
-    pub(crate) fn sim_arm(
-        &self,
+    /// Re-arms or cancels a timer, optionally with a new period; `when` reads the simulated
+    /// clock (under the scheduler lock, see `SchedulerCore::sim_arm`). The deadline armed.
+    pub(super) fn arm(
+        &mut self,
         lane: u64,
         id: TimerId,
         when: impl FnOnce() -> Option<SimTime>,
         period: Option<Duration>,
     ) -> Option<SimTime> {
-        let mut state = lock(&self.state);
-        let heap = state.sim.get_mut(&lane)?;
+        let heap = self.0.get_mut(&lane)?;
         if let Some(p) = period {
             heap.set_period(id, p);
         }
         let deadline = when();
         heap.arm(id, deadline);
-        Self::start_arming(heap, id, deadline.map(Stamp::sim));
+        start_arming(heap, id, deadline.map(Stamp::sim));
         deadline
     }
 
-    /// Removes a simulated-clock timer; like [`remove`](Self::remove), the tick waiting in
-    /// `due` is dropped and no other is handed over.
-    pub(crate) fn sim_remove(&self, lane: u64, id: TimerId) {
-        if let Some(heap) = lock(&self.state).sim.get_mut(&lane) {
-            Self::start_arming(heap, id, None);
+    /// Removes a timer; the tick waiting in `due` is dropped and no other is handed over.
+    pub(super) fn remove(&mut self, lane: u64, id: TimerId) {
+        if let Some(heap) = self.0.get_mut(&lane) {
+            start_arming(heap, id, None);
             heap.remove(id);
         }
     }
 
-    /// A simulated-clock timer's next deadline.
-    pub(crate) fn sim_deadline(&self, lane: u64, id: TimerId) -> Option<SimTime> {
-        lock(&self.state).sim.get(&lane)?.slot(id)?.deadline
+    /// A timer's next deadline.
+    pub(super) fn deadline(&self, lane: u64, id: TimerId) -> Option<SimTime> {
+        self.0.get(&lane)?.slot(id)?.deadline
     }
 
-    /// Simulated clock `lane` moved forward to `now`: hands over every timer now due, one call
-    /// per timer with the grid points it skipped counted as missed. Costs O(k log n) for k
-    /// timers due out of n; the others are not looked at.
-    ///
-    /// Each tick is stored in its timer's `due` under the lock, as it is popped, and announced
-    /// after the lock is dropped (the scheduler's ground rules).
-    pub(crate) fn sim_advance(&self, lane: u64, now: SimTime) {
-        let mut announce = Vec::new();
-        {
-            let mut state = lock(&self.state);
-            let Some(heap) = state.sim.get_mut(&lane) else {
-                return;
-            };
-            while let Some(e) = heap.pop_due(now, now) {
-                if hand_over(&e.target, Stamp::sim(e.deadline), e.skipped, &self.counters) {
-                    announce.push(e.target);
-                }
+    /// Clock `lane` moved forward to `now`: stores a tick in every timer now due (one per
+    /// timer, the grid points it skipped counted as missed) and adds those to `announce`,
+    /// for the caller to notify after dropping the lock. O(k log n) for k timers due out of n.
+    pub(super) fn advance(
+        &mut self,
+        lane: u64,
+        now: SimTime,
+        counters: &TickCounters,
+        announce: &mut Vec<Arc<TimerTick>>,
+    ) {
+        let Some(heap) = self.0.get_mut(&lane) else {
+            return;
+        };
+        while let Some(e) = heap.pop_due(now, now) {
+            if hand_over(&e.target, Stamp::sim(e.deadline), e.skipped, counters) {
+                announce.push(e.target);
             }
         }
-        for tick in announce {
-            tick.dispatch.notify();
-        }
     }
 
-    /// Simulated clock `lane` jumped back to `now`: as rcl does, a repeating timer whose last
-    /// grid point lies after `now` restarts one period from `now`. O(n), on backward jumps only.
-    pub(crate) fn sim_jumped_back(&self, lane: u64, now: SimTime) {
-        let mut state = lock(&self.state);
-        let Some(heap) = state.sim.get_mut(&lane) else {
+    /// Clock `lane` jumped back to `now`: as rcl does, a repeating timer whose last grid point
+    /// lies after `now` restarts one period from `now`. O(n), on backward jumps only.
+    pub(super) fn jumped_back(&mut self, lane: u64, now: SimTime) {
+        let Some(heap) = self.0.get_mut(&lane) else {
             return;
         };
         for (id, deadline, period) in heap.armed() {
@@ -118,18 +108,8 @@ impl SchedulerCore {
             if !period.is_zero() && last > now {
                 let restart = now.checked_plus(period);
                 heap.arm(id, restart);
-                Self::start_arming(heap, id, restart.map(Stamp::sim));
+                start_arming(heap, id, restart.map(Stamp::sim));
             }
         }
-    }
-}
-
-/// Simulated-time steps arrive from the clock layer through this.
-impl crate::clock::SimTimeSink for SchedulerCore {
-    fn sim_jumped_back(&self, lane: u64, nanos: i64) {
-        SchedulerCore::sim_jumped_back(self, lane, SimTime(nanos))
-    }
-    fn sim_advance(&self, lane: u64, nanos: i64) {
-        SchedulerCore::sim_advance(self, lane, SimTime(nanos))
     }
 }

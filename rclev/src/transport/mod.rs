@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::error::{DeliveryError, Result};
+use crate::base::error::{DeliveryError, Result};
 use crate::msg::{ServiceType, TypeHash};
 use crate::qos::{QoSProfile, QosEvent, QosEventKind};
 

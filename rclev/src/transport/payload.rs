@@ -4,7 +4,7 @@
 use std::any::{Any, TypeId};
 use std::sync::Arc;
 
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::msg::{Message, TypeInfo};
 
 /// A message on its way through a transport.
@@ -101,7 +101,7 @@ impl TypeSupport {
     pub fn of<T: Message>() -> Self {
         fn message<T: Message>(v: &(dyn Any + Send + Sync)) -> Result<&T> {
             v.downcast_ref::<T>().ok_or_else(|| {
-                crate::error::Error::Transport(format!(
+                crate::base::error::Error::Transport(format!(
                     "a payload to serialize as {} holds another Rust type",
                     T::TYPE_NAME
                 ))

@@ -7,17 +7,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::callbacks::Handlers;
-use super::goal_handle::{CancelSignal, ServerGoalHandle};
 use super::ActionServerOptions;
 use crate::action::{GoalState, GoalUuid};
-use crate::executor::dispatch::{EntityDispatch, ExecContext, Executable, MAX_BATCH};
+use crate::base::sync::lock;
 use crate::interfaces::action_msgs::msg::{GoalInfo, GoalStatus, GoalStatusArray};
 use crate::msg::ActionType;
 use crate::node::entity::{decode_owned, report_malformed};
 use crate::node::WorkerCore;
-use crate::sync::lock;
+use crate::runtime::dispatch::EntityDispatch;
+use crate::runtime::executable::{ExecContext, Executable, MAX_BATCH};
 use crate::timer::Timer;
 use crate::transport::{Payload, PublisherPort, RequestId, ServicePort};
+
+/// Set when a cancel request for the goal is accepted; shared by the server's goal entry and
+/// every clone of the goal's handle.
+#[derive(Default)]
+pub(super) struct CancelSignal {
+    pub(super) requested: AtomicBool,
+    pub(super) notify: tokio::sync::Notify,
+}
 
 /// One goal the server knows, from acceptance until its result expires.
 pub(super) struct GoalEntry<A: ActionType> {
@@ -93,20 +101,6 @@ impl<A: ActionType> ServerInner<A> {
             .status
             .publish(Payload::Shared(Arc::new(GoalStatusArray { status_list })));
     }
-
-    pub(super) fn handle(
-        &self,
-        id: GoalUuid,
-        goal: Arc<A::Goal>,
-        cancel: Arc<CancelSignal>,
-    ) -> ServerGoalHandle<A> {
-        ServerGoalHandle {
-            id,
-            goal,
-            server: self.me.clone(),
-            cancel,
-        }
-    }
 }
 
 impl<A: ActionType> ServerInner<A> {
@@ -158,7 +152,7 @@ impl<A: ActionType> Executable for ServerInner<A> {
         }
     }
 
-    fn dispatch(&self) -> &EntityDispatch {
-        &self.dispatch
+    fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
+        &*self.dispatch
     }
 }

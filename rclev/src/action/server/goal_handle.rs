@@ -2,24 +2,16 @@
 //! cancellation and finishes the goal. It holds the server weakly and goes inert once the
 //! server is closed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use super::callbacks::GoalEnd;
-use super::entity::ServerInner;
+use super::entity::{CancelSignal, ServerInner};
 use crate::action::{GoalEvent, GoalState, GoalUuid};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::sync::lock;
 use crate::msg::ActionType;
-use crate::sync::lock;
 use crate::transport::Payload;
-
-/// Set when a cancel request for the goal is accepted; shared by the server's goal entry and
-/// every clone of the goal's handle.
-#[derive(Default)]
-pub(super) struct CancelSignal {
-    pub(super) requested: AtomicBool,
-    pub(super) notify: tokio::sync::Notify,
-}
 
 /// The server's handle on one goal, given to the execute callback. Cloneable; it holds the
 /// server weakly, so after the server is dropped every method returns
@@ -47,6 +39,23 @@ impl<A: ActionType> std::fmt::Debug for ServerGoalHandle<A> {
         f.debug_struct("ServerGoalHandle")
             .field("goal_id", &self.id.to_string())
             .finish()
+    }
+}
+
+impl<A: ActionType> ServerInner<A> {
+    /// The handle on goal `id` that the execute callback gets.
+    pub(super) fn handle(
+        &self,
+        id: GoalUuid,
+        goal: Arc<A::Goal>,
+        cancel: Arc<CancelSignal>,
+    ) -> ServerGoalHandle<A> {
+        ServerGoalHandle {
+            id,
+            goal,
+            server: self.me.clone(),
+            cancel,
+        }
     }
 }
 

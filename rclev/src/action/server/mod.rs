@@ -34,15 +34,15 @@ pub use goal_handle::ServerGoalHandle;
 
 use crate::action::wire::{action_service, action_topic, feedback_qos, status_qos};
 use crate::action::{GoalState, GoalUuid};
+use crate::base::error::Result;
+use crate::base::sync::lock;
 use crate::clock::ClockType;
-use crate::error::Result;
 use crate::interfaces::action_msgs::msg::GoalStatusArray;
 use crate::interfaces::action_msgs::srv::CancelGoal;
 use crate::msg::ActionType;
 use crate::node::entity::bind_entity;
 use crate::node::events::WarningHook;
 use crate::node::WorkerCore;
-use crate::sync::lock;
 use callbacks::{CancelFn, GoalFn, Handlers};
 use entity::ServerInner;
 

@@ -7,15 +7,15 @@ use std::sync::Arc;
 use futures::FutureExt;
 
 use super::callbacks::{CancelResponse, ExecuteFn, GoalResponse};
+use super::entity::CancelSignal;
 use super::entity::{GoalEntry, ServerInner};
-use super::goal_handle::CancelSignal;
 use crate::action::{GoalEvent, GoalState, GoalUuid};
-use crate::error::{panic_message, Error};
-use crate::executor::dispatch::ExecContext;
+use crate::base::error::{panic_message, Error};
+use crate::base::sync::lock;
 use crate::interfaces::action_msgs::msg::GoalInfo;
 use crate::interfaces::action_msgs::srv::{CancelGoal_Request, CancelGoal_Response};
 use crate::msg::{ActionType, SendGoalRequest};
-use crate::sync::lock;
+use crate::runtime::executable::ExecContext;
 use crate::transport::{Payload, RequestId};
 
 /// A goal picked by a cancel request: its id, goal, cancel signal and state.

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use super::entity::ServerInner;
 use crate::action::{GoalEvent, GoalState, GoalUuid};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::base::sync::lock;
 use crate::msg::{ActionType, GetResultRequest};
 use crate::node::Callback;
-use crate::sync::lock;
 use crate::timer::{create_timer, TimerCallback, TimerKind, TimerOptions};
 use crate::transport::{Payload, RequestId};
 

@@ -4,15 +4,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::subscription::SubscriptionShared;
-use super::topic::PublisherShared;
+use crate::base::sync::lock;
 use crate::qos::compat::QosRole;
 use crate::qos::{
     CountStatus, IncompatibleQosStatus, LivelinessChangedStatus, MatchedStatus, QoSProfile,
     QosEvent, QosPolicyKind,
 };
-use crate::sync::lock;
-use crate::transport::EventHook;
+use crate::transport::{EventHook, TypeSupport};
 
 /// Counters behind an endpoint's QoS events.
 #[derive(Default)]
@@ -112,11 +110,18 @@ pub(super) enum Pairing {
     IncompatibleQos(QosPolicyKind),
 }
 
-pub(super) fn pair(p: &PublisherShared, s: &SubscriptionShared) -> Pairing {
-    if !p.type_support.same_interface(&s.type_support) {
+/// What pairing reads of a publisher or a subscription.
+pub(super) struct Party<'a> {
+    pub(super) type_support: &'a TypeSupport,
+    pub(super) qos: &'a QoSProfile,
+}
+
+/// How publisher `p` and subscription `s` pair up.
+pub(super) fn pair(p: Party<'_>, s: Party<'_>) -> Pairing {
+    if !p.type_support.same_interface(s.type_support) {
         return Pairing::IncompatibleType;
     }
-    if let Some(clash) = QoSProfile::incompatibility(&p.qos, &s.qos) {
+    if let Some(clash) = QoSProfile::incompatibility(p.qos, s.qos) {
         return Pairing::IncompatibleQos(clash.policy);
     }
     Pairing::Match {
@@ -125,21 +130,16 @@ pub(super) fn pair(p: &PublisherShared, s: &SubscriptionShared) -> Pairing {
 }
 
 /// Raises the events of a pairing that did not match.
-pub(super) fn mismatch(
-    p: &PublisherShared,
-    s: &SubscriptionShared,
-    pairing: &Pairing,
-    out: &mut Pending,
-) {
+pub(super) fn mismatch(p: Side<'_>, s: Side<'_>, pairing: &Pairing, out: &mut Pending) {
     match pairing {
         Pairing::Match { .. } => {}
         Pairing::IncompatibleType => {
-            p.side().incompatible_type(out);
-            s.side().incompatible_type(out);
+            p.incompatible_type(out);
+            s.incompatible_type(out);
         }
         Pairing::IncompatibleQos(policy) => {
-            p.side().incompatible_qos(*policy, out);
-            s.side().incompatible_qos(*policy, out);
+            p.incompatible_qos(*policy, out);
+            s.incompatible_qos(*policy, out);
         }
     }
 }

@@ -20,11 +20,13 @@ use super::{
     NodePort, PublisherPort, ReadyHook, ServiceEndpoint, ServicePort, SubscriptionPort,
     TopicEndpoint, Transport,
 };
-use crate::error::Result;
+use crate::base::error::Result;
+use crate::base::sync::lock;
 use crate::qos::QosEventKind;
-use crate::sync::lock;
 
+mod item;
 mod matching;
+mod queue;
 mod service;
 mod subscription;
 mod topic;

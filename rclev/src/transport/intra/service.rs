@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::{Domain, IntraNode};
-use crate::error::{Error, Result};
-use crate::sync::lock;
+use crate::base::error::{Error, Result};
+use crate::base::sync::lock;
 use crate::transport::{
     ClientPort, EndpointKind, Gid, Payload, ReadyHook, RequestId, ServiceEndpoint, ServicePort,
     ServiceTypes, TypeSupport,

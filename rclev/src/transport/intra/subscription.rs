@@ -1,114 +1,22 @@
-//! The receiving side of an in-process topic: a subscription's queue (history depth, lost
-//! count, reception numbers, lifespan), joining a topic (matching, transient-local replay),
+//! The receiving side of an in-process topic (its queue is in `queue.rs`): joining a topic (matching, transient-local replay),
 //! taking, and leaving.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::matching::{fire, mismatch, pair, Pairing, Pending, Side, Status};
-use super::topic::{message_info, topic, write, Item, Meta, Route, Topic};
+use super::item::{message_info, Meta};
+use super::matching::{fire, mismatch, pair, Pairing, Pending};
+use super::queue::{QueueState, SubscriptionShared};
+use super::topic::{topic, write, Route, Topic};
 use super::{Domain, IntraNode};
-use crate::error::Result;
+use crate::base::error::Result;
+use crate::base::sync::lock;
 use crate::qos::compat::QosRole;
 use crate::qos::{Durability, QoSProfile};
-use crate::sync::lock;
 use crate::transport::{
     EndpointKind, EventHook, Gid, MessageInfo, Payload, ReadyHook, SubscriptionPort, TopicEndpoint,
-    TypeSupport,
 };
-
-pub(super) struct SubscriptionShared {
-    gid: Gid,
-    /// Whether its owner reads message info: publishers stamp messages only then.
-    pub(super) reads_info: bool,
-    pub(super) type_support: TypeSupport,
-    pub(super) qos: QoSProfile,
-    depth: Option<usize>,
-    queue: Mutex<QueueState>,
-    ready: Arc<dyn ReadyHook>,
-    status: Mutex<Status>,
-    events: Arc<dyn EventHook>,
-}
-
-/// A subscription's queue: the payloads, and their metas in step with them while kept.
-///
-/// Metas (publisher, sequence number, stamps) are kept from the start when the subscription
-/// reads message infos, and from the moment a publisher with a lifespan matches (its messages
-/// must expire); otherwise a queued message is its bare payload, and a batch leaves the queue
-/// in one move — what a fast publisher and the worker contend on is this lock.
-#[derive(Default)]
-struct QueueState {
-    payloads: VecDeque<Payload>,
-    metas: Option<VecDeque<Meta>>,
-    /// Replaced by newer ones in a full KeepLast history.
-    lost: u64,
-    /// Messages ever pushed; numbers them (reception sequence numbers).
-    received: u64,
-}
-
-impl QueueState {
-    #[inline]
-    fn push(&mut self, item: Item, depth: Option<usize>) {
-        self.received += 1;
-        self.payloads.push_back(item.payload);
-        if let Some(metas) = &mut self.metas {
-            metas.push_back(item.meta);
-        }
-        if depth.is_some_and(|d| self.payloads.len() > d) {
-            self.payloads.pop_front();
-            if let Some(metas) = &mut self.metas {
-                metas.pop_front();
-            }
-            self.lost += 1;
-        }
-    }
-
-    /// The reception number of the front message: messages leave only from the front.
-    fn front_number(&self) -> u64 {
-        self.received - self.payloads.len() as u64 + 1
-    }
-
-    /// The oldest message whose lifespan has not ended, with its meta (if kept) and reception
-    /// number.
-    fn pop(&mut self, now: &mut Option<u64>) -> Option<(Payload, Option<Meta>, u64)> {
-        loop {
-            let reception = self.front_number();
-            let payload = self.payloads.pop_front()?;
-            let meta = self.metas.as_mut().and_then(VecDeque::pop_front);
-            if !meta.is_some_and(|m| m.expired(now)) {
-                return Some((payload, meta, reception));
-            }
-        }
-    }
-}
-
-impl SubscriptionShared {
-    pub(super) fn side(&self) -> Side<'_> {
-        Side {
-            role: QosRole::Subscription,
-            status: &self.status,
-            events: &self.events,
-        }
-    }
-
-    // Inlined into the publisher's fan-out (measured: not inlined by default).
-    #[inline]
-    pub(super) fn push(&self, item: Item) {
-        lock(&self.queue).push(item, self.depth);
-        self.ready.ready();
-    }
-
-    /// Keeps metas from now on (a publisher with a lifespan is matching). Messages queued
-    /// before get [`Meta::UNKNOWN`]: they never expire, and came from publishers without one.
-    pub(super) fn keep_metas(&self) {
-        let mut q = lock(&self.queue);
-        if q.metas.is_none() {
-            let queued = q.payloads.len();
-            q.metas = Some(std::iter::repeat_n(Meta::UNKNOWN, queued).collect());
-        }
-    }
-}
 
 struct IntraSubscription {
     /// Scratch for takes that look at metas, kept to avoid an allocation per batch; only the
@@ -158,9 +66,9 @@ pub(super) fn create_subscription(
         });
         let late_joiner = qos.durability == Durability::TransientLocal;
         for p in &endpoints.publishers {
-            let pairing = pair(p, &shared);
+            let pairing = pair(p.party(), shared.party());
             let Pairing::Match { convert } = pairing else {
-                mismatch(p, &shared, &pairing, &mut pending);
+                mismatch(p.side(), shared.side(), &pairing, &mut pending);
                 continue;
             };
             if p.qos.lifespan.is_some() {

@@ -1,21 +1,22 @@
-//! Topics in process: the registry entry of a topic, a message with its meta, and the
-//! publishing side (matching a new publisher, stamping, fan-out, the transient-local history).
-//! The receiving side is in `subscription.rs`, pairing and its events in `matching.rs`.
+//! Topics in process: the registry entry of a topic and the publishing side (matching a new publisher, stamping, fan-out, the transient-local history).
+//! A message and its meta are in `item.rs`, a subscription's queue in `queue.rs`, the
+//! receiving side in `subscription.rs`, pairing and its events in `matching.rs`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
-use super::matching::{fire, mismatch, pair, Pairing, Pending, Side, Status};
-use super::subscription::SubscriptionShared;
+use super::item::{monotonic_ns, Item, Meta};
+use super::matching::{fire, mismatch, pair, Pairing, Party, Pending, Side, Status};
+use super::queue::SubscriptionShared;
 use super::{Domain, IntraNode};
-use crate::error::{DeliveryError, Result};
+use crate::base::error::{DeliveryError, Result};
+use crate::base::sync::lock;
 use crate::qos::compat::QosRole;
 use crate::qos::{Durability, QoSProfile};
-use crate::sync::lock;
 use crate::transport::{
-    EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, TopicEndpoint, TypeSupport,
+    EndpointKind, EventHook, Gid, Payload, PublisherPort, TopicEndpoint, TypeSupport,
 };
 
 /// The endpoints of one topic name, of whatever types.
@@ -60,74 +61,6 @@ impl Drop for Topic {
         {
             reg.topics.remove(&self.name);
         }
-    }
-}
-
-/// A message on its way from a publisher to the queues and its history.
-#[derive(Clone)]
-pub(super) struct Item {
-    pub(super) payload: Payload,
-    pub(super) meta: Meta,
-}
-
-/// What a message carries besides its payload. A subscription's queue keeps it only while
-/// someone needs it (see `subscription.rs`): the common subscription, one that neither reads
-/// message infos nor hears a publisher with a lifespan, queues bare 16-byte payloads, since
-/// the queue's memory traffic under its lock is the cost of a publish.
-#[derive(Clone, Copy)]
-pub(super) struct Meta {
-    /// The publisher's GID, by its [`Gid::local_counter`]: every in-process GID is local.
-    publisher: u64,
-    sequence: u64,
-    /// Source timestamp, nanoseconds since the Unix epoch; 0 when nobody read it at publish.
-    source_ns: i64,
-    /// When the publisher's lifespan ends it, in [`monotonic_ns`]; 0 without a lifespan.
-    expires_ns: u64,
-}
-
-/// Nanoseconds since the first call, on the monotonic clock: lifespans are measured on it,
-/// never on the settable system clock.
-fn monotonic_ns() -> u64 {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    // +1: 0 means "no lifespan".
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
-}
-
-impl Meta {
-    /// For messages queued before their subscription began keeping metas: they came from
-    /// publishers without a lifespan (a publisher with one turns keeping on before it matches).
-    pub(super) const UNKNOWN: Meta = Meta {
-        publisher: 0,
-        sequence: 0,
-        source_ns: 0,
-        expires_ns: 0,
-    };
-
-    pub(super) fn expired(&self, now: &mut Option<u64>) -> bool {
-        self.expires_ns != 0 && self.expires_ns <= *now.get_or_insert_with(monotonic_ns)
-    }
-}
-
-/// The info a subscription gets with a message; `reception` is its number there. Without a
-/// meta (the subscription does not read infos) only the reception number is known.
-pub(super) fn message_info(meta: Option<&Meta>, reception: u64) -> MessageInfo {
-    let meta = meta.unwrap_or(&Meta::UNKNOWN);
-    // Delivery is synchronous: sent and received are the same moment.
-    // Unstamped (nobody read info at publish): the epoch, without the division.
-    let stamp = match meta.source_ns {
-        0 => SystemTime::UNIX_EPOCH,
-        ns => SystemTime::UNIX_EPOCH + Duration::from_nanos(ns.max(0) as u64),
-    };
-    MessageInfo {
-        source_timestamp: stamp,
-        received_timestamp: stamp,
-        publisher_gid: match meta.publisher {
-            0 => Gid::default(),
-            local => Gid::local(local),
-        },
-        publication_sequence_number: meta.sequence,
-        reception_sequence_number: reception,
-        from_intra_process: true,
     }
 }
 
@@ -195,6 +128,14 @@ pub(super) struct PublisherShared {
 }
 
 impl PublisherShared {
+    /// What matching reads of the publisher.
+    pub(super) fn party(&self) -> Party<'_> {
+        Party {
+            type_support: &self.type_support,
+            qos: &self.qos,
+        }
+    }
+
     pub(super) fn side(&self) -> Side<'_> {
         Side {
             role: QosRole::Publisher,
@@ -237,7 +178,7 @@ pub(super) fn create_publisher(
         let mut endpoints = lock(&topic.endpoints);
         let mut routes = Routes::default();
         for s in &endpoints.subscriptions {
-            let pairing = pair(&shared, s);
+            let pairing = pair(shared.party(), s.party());
             if let Pairing::Match { convert } = pairing {
                 if qos.lifespan.is_some() {
                     s.keep_metas();
@@ -249,7 +190,7 @@ pub(super) fn create_publisher(
                 shared.side().matched(true, &mut pending);
                 s.side().matched(true, &mut pending);
             } else {
-                mismatch(&shared, s, &pairing, &mut pending);
+                mismatch(shared.side(), s.side(), &pairing, &mut pending);
             }
         }
         *write(&shared.matched) = routes;
@@ -406,6 +347,7 @@ mod tests {
     use super::*;
     use crate::interfaces::std_msgs::msg::Int64;
     use crate::transport::{IntraProcess, NodeName, NodePort, ReadyHook, Transport};
+    use std::time::Duration;
 
     struct Quiet;
     impl ReadyHook for Quiet {

@@ -19,9 +19,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Weak;
 use std::task::Waker;
 
-use super::dispatch::Executable;
+use super::executable::Executable;
 // The inbox lock is the facade's, so the loom model of dispatch + parking covers it.
-use crate::sync::{model_lock as lock, Mutex};
+use crate::base::sync::{model_lock as lock, Mutex};
 
 /// A one-off job for the worker's payload (from `Worker::run`).
 pub(crate) type Job = Box<dyn FnOnce(&mut (dyn Any + Send)) + Send>;
@@ -261,7 +261,7 @@ fn register(slot: &mut Option<Waker>, waker: &Waker) {
     }
 }
 
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     /// Set while this thread runs a worker section on a shared multi-threaded runtime (see
     /// [`wake_elsewhere_if_shared`]).
     pub(crate) static ON_SHARED_RUNTIME: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };

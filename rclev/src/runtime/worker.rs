@@ -16,9 +16,9 @@ use futures::{FutureExt, StreamExt};
 
 use super::alarm::{order_ticks, Unparker, WorkerAlarm};
 use super::core::WorkerHost;
-use super::dispatch::{ExecContext, Executable};
+use super::executable::{ExecContext, Executable};
 use super::mailbox::{MailItem, Mailbox, Take, WorkerPayload};
-use crate::error::{panic_message, Error};
+use crate::base::error::{panic_message, Error};
 
 /// A worker as the entities it runs see it from below the node layer: the mailbox their
 /// readiness goes to, and the executor core their callbacks report to. Holding one does not keep
@@ -293,7 +293,7 @@ fn run_batch(
             report,
             fence: &mailbox.fence,
             shut_down: &|| exec.is_shut_down(),
-            mailbox,
+            mailbox_has_items: &|| mailbox.has_items(),
             later_in_round: items.len() > 0,
             wake_at: None,
             alarm_deadline: alarm.earliest_deadline(),

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::severity::LogSeverity;
-use crate::sync::lock;
+use crate::base::severity::LogSeverity;
+use crate::base::sync::lock;
 
 /// A logger's level as rcutils stores it: a severity, or unset (take the ancestors').
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -91,7 +91,7 @@ fn table() -> &'static Mutex<Table> {
 /// Bumped (after the table changed, under its lock) on every change.
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
-pub(super) fn generation() -> u64 {
+pub(crate) fn generation() -> u64 {
     GENERATION.load(Ordering::Acquire)
 }
 

@@ -22,11 +22,12 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use super::core::WorkerHost;
-use super::dispatch::{DirectRunner, ExecContext, Executable};
+use super::dispatch::DirectRunner;
+use super::executable::{ExecContext, Executable};
 use super::mailbox::{self, MailItem, Mailbox};
-use crate::error::{panic_message, Error};
+use crate::base::error::{panic_message, Error};
 
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     /// Set while this thread runs an entity directly: a run never nests in another (a callback
     /// whose publish reaches a reader synchronously queues that reader's work instead).
     static RUNNING_DIRECT: Cell<bool> = const { Cell::new(false) };
@@ -76,7 +77,7 @@ impl DirectRunner for WorkerLender {
                     report: &report,
                     fence: &mailbox.fence,
                     shut_down: &|| host.is_shut_down(),
-                    mailbox,
+                    mailbox_has_items: &|| mailbox.has_items(),
                     later_in_round: false,
                     // The worker's alarm is the worker's: an entity run here waits itself.
                     wake_at: None,
@@ -112,8 +113,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::executor::dispatch::EntityDispatch;
     use crate::node::entity::bind_entity;
+    use crate::runtime::dispatch::EntityDispatch;
     use crate::transport::ReadyHook;
     use crate::{Context, Executor, ExecutorOptions, RuntimeChoice, SpinOptions, Worker};
 
@@ -147,8 +148,8 @@ mod tests {
                 self.inside.store(false, Ordering::SeqCst);
             });
         }
-        fn dispatch(&self) -> &EntityDispatch {
-            &self.dispatch
+        fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
+            &*self.dispatch
         }
     }
 

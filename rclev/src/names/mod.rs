@@ -2,7 +2,7 @@
 //! rules: `~` for the node's private namespace, `{node}` and `{ns}`/`{namespace}`
 //! substitutions, relative names in the node's namespace).
 
-use crate::error::{Error, NameKind, Result};
+use crate::base::error::{Error, NameKind, Result};
 
 fn invalid(kind: NameKind, name: &str, reason: &'static str) -> Error {
     Error::InvalidName {

@@ -1,10 +1,10 @@
-//! The `Context`: one transport domain, from which executors are created.
+//! The `Context`: one transport domain, from which executors are created (the `create_*`
+//! methods are the executor's, in `executor/mod.rs`: a context knows nothing of executors).
 
 use std::sync::Arc;
 
 use crate::arguments::Arguments;
-use crate::error::Result;
-use crate::executor::{Executor, ExecutorOptions};
+use crate::base::error::Result;
 use crate::transport::{IntraProcess, Transport};
 
 /// A ROS 2 context: the transport (domain) that nodes created from it share, and the ROS
@@ -65,10 +65,10 @@ impl Context {
     /// applies them) now.
     pub fn new(transport: Arc<dyn Transport>, arguments: Arguments) -> Self {
         for (logger, level) in arguments.log_levels() {
-            crate::logging::levels::set_logger_level(logger.as_deref().unwrap_or(""), *level);
+            crate::log_setup::levels::set_logger_level(logger.as_deref().unwrap_or(""), *level);
         }
         if !arguments.stdout_logs() {
-            crate::logging::console::set_stdout_logs(false);
+            crate::log_setup::console::set_stdout_logs(false);
         }
         // rcl's log file: asked for explicitly, it is not silently left out.
         if arguments.log_file_name().is_some() || arguments.external_lib_logs() == Some(true) {
@@ -126,50 +126,6 @@ impl Context {
     /// The transport.
     pub fn transport(&self) -> &Arc<dyn Transport> {
         &self.transport
-    }
-
-    /// An executor with default options ([`RuntimeChoice::Auto`](crate::RuntimeChoice::Auto)):
-    /// created inside a Tokio runtime it adopts that runtime, and outside one it gives every
-    /// worker a thread of its own.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// let executor = rclev::Context::default().create_basic_executor();
-    /// let node = executor.create_node("demo")?;
-    /// // … entities …
-    /// let errors = executor.spin(rclev::SpinOptions::default().timeout(Duration::from_millis(10)));
-    /// assert!(errors.is_empty());
-    /// # Ok::<(), rclev::Error>(())
-    /// ```
-    ///
-    /// # Panics
-    /// Only if the operating system refuses to create the runtime's threads; use
-    /// [`create_executor`](Self::create_executor) to get that as an error instead.
-    pub fn create_basic_executor(&self) -> Executor {
-        self.create_executor(ExecutorOptions::default())
-            .expect("the operating system refused to start the executor's threads")
-    }
-
-    /// An executor with the given options.
-    ///
-    /// ```
-    /// use rclev::{ExecutorOptions, RuntimeChoice, TimerPrecision};
-    /// use std::sync::Arc;
-    ///
-    /// let options = ExecutorOptions {
-    ///     runtime: RuntimeChoice::Own { worker_threads: 2 }, // one pool for every worker
-    ///     timer_precision: TimerPrecision::low_cpu(),        // no busy-waiting for deadlines
-    ///     error_handler: Some(Arc::new(|e: &rclev::Error| eprintln!("callback failed: {e}"))),
-    ///     handle_sigint: false,                               // the program handles Ctrl-C
-    ///     ..ExecutorOptions::default()
-    /// };
-    /// let executor = rclev::Context::default().create_executor(options)?;
-    /// let node = executor.create_node("demo")?;
-    /// # Ok::<(), rclev::Error>(())
-    /// ```
-    pub fn create_executor(&self, options: ExecutorOptions) -> Result<Executor> {
-        Executor::new(self.clone(), options)
     }
 }
 

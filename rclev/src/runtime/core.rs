@@ -10,9 +10,11 @@ use std::task::Waker;
 use tokio::sync::Notify;
 
 use super::mailbox::{self, Mailbox};
-use crate::error::{Error, Result};
-use crate::sync::{lock, model_lock, AtomicBool, AtomicUsize, Notify as GateNotify, Ordering};
-use crate::throttle::ReportThrottle;
+use crate::base::error::{Error, Result};
+use crate::base::sync::{
+    lock, model_lock, AtomicBool, AtomicUsize, Notify as GateNotify, Ordering,
+};
+use crate::base::throttle::ReportThrottle;
 
 /// A callback for every error the executor reports (see `ExecutorOptions::error_handler`).
 pub type ErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
@@ -151,7 +153,7 @@ impl WorkerHost {
 #[derive(Default)]
 pub(crate) struct SpinGate {
     active: AtomicUsize,
-    waiting: crate::sync::Mutex<Vec<Waker>>,
+    waiting: crate::base::sync::Mutex<Vec<Waker>>,
     /// Workers inside a section.
     running: AtomicUsize,
     /// Spins waiting for `running` to reach zero; sections notify `quiet` only then.
@@ -172,7 +174,7 @@ pub(crate) struct Section<'a> {
 /// does not wait for itself). Null pointers: none. Only compared, never dereferenced.
 type SectionOwner = (*const WorkerHost, *const Mailbox);
 
-crate::sync::thread_local! {
+crate::base::sync::thread_local! {
     static IN_SECTION_OF: std::cell::Cell<SectionOwner> =
         const { std::cell::Cell::new((std::ptr::null(), std::ptr::null())) };
 }

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::executor::core::WorkerHost;
-use crate::executor::dispatch::{ExecContext, Refused};
-use crate::executor::fence::CallGate;
-use crate::executor::worker::guard_async;
+use crate::runtime::core::WorkerHost;
+use crate::runtime::executable::{ExecContext, Refused};
+use crate::runtime::fence::CallGate;
+use crate::runtime::worker::guard_async;
 
 type SyncFn<A> = Box<dyn FnMut(&mut (dyn Any + Send), A) + Send>;
 type AsyncFn<A> = Box<dyn FnMut(A) -> BoxFuture<'static, ()> + Send>;

@@ -4,7 +4,7 @@
 //! A timer tick can reach its worker well before its deadline (a worker pacing a fast timer
 //! pulls the next tick right after running one, see `timer::scheduler::SchedulerCore::pull`).
 //! The timer then asks for the worker to be woken shortly before the deadline
-//! ([`ExecContext::sleep_until`](super::dispatch::ExecContext::sleep_until)) and returns; the
+//! ([`ExecContext::sleep_until`](super::executable::ExecContext::sleep_until)) and returns; the
 //! worker runs other work meanwhile or parks. When the alarm goes off, the timer is queued in
 //! the mailbox again and busy-waits only the last few microseconds.
 //!
@@ -37,7 +37,7 @@ use std::time::Instant;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
-use super::dispatch::Executable;
+use super::executable::Executable;
 use super::mailbox::MailItem;
 
 /// An entity waiting on the alarm.
@@ -245,7 +245,7 @@ impl Unparker {
 
     /// A waker that wakes `task` and this thread.
     pub(crate) fn waker(self: &Arc<Self>, task: &Waker) -> Waker {
-        let mut slot = crate::sync::lock(&self.task);
+        let mut slot = crate::base::sync::lock(&self.task);
         if !slot.as_ref().is_some_and(|w| w.will_wake(task)) {
             *slot = Some(task.clone());
         }
@@ -260,7 +260,7 @@ impl Wake for Unparker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        if let Some(w) = crate::sync::lock(&self.task).as_ref() {
+        if let Some(w) = crate::base::sync::lock(&self.task).as_ref() {
             w.wake_by_ref();
         }
         self.thread.unpark();
@@ -346,14 +346,14 @@ pub(crate) fn order_ticks(batch: &mut Vec<MailItem>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::dispatch::{EntityDispatch, ExecContext};
+    use crate::runtime::executable::ExecContext;
     use std::time::Duration;
 
     /// A stand-in timer for [`order_ticks`]: a label and, if it holds a tick, its deadline.
     struct Tick(char, Option<Instant>);
     impl Executable for Tick {
         fn execute(&self, _cx: &mut ExecContext<'_>) {}
-        fn dispatch(&self) -> &EntityDispatch {
+        fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
             unreachable!("order_ticks only reads deadlines")
         }
         fn pending_deadline(&self) -> Option<Instant> {
@@ -411,7 +411,7 @@ mod tests {
     struct Nothing;
     impl Executable for Nothing {
         fn execute(&self, _cx: &mut ExecContext<'_>) {}
-        fn dispatch(&self) -> &EntityDispatch {
+        fn dispatch(&self) -> &dyn crate::runtime::executable::Coalescing {
             unreachable!("a dangling Weak is never upgraded")
         }
     }

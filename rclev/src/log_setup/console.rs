@@ -8,7 +8,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-use super::severity::LogSeverity;
+use crate::base::severity::LogSeverity;
 use crate::clock::Time;
 
 const DEFAULT_FORMAT: &str = "[{severity}] [{time}] [{name}]: {message}";
@@ -37,13 +37,13 @@ fn settings() -> &'static Settings {
 }
 
 /// One record to print.
-pub(super) struct Line<'a> {
-    pub(super) severity: LogSeverity,
-    pub(super) name: &'a str,
-    pub(super) message: &'a str,
-    pub(super) stamp: Time,
-    pub(super) file: &'a str,
-    pub(super) line: u32,
+pub(crate) struct Line<'a> {
+    pub(crate) severity: LogSeverity,
+    pub(crate) name: &'a str,
+    pub(crate) message: &'a str,
+    pub(crate) stamp: Time,
+    pub(crate) file: &'a str,
+    pub(crate) line: u32,
 }
 
 /// `format` with the record's fields in place of its `{tokens}`; unknown tokens are kept as
@@ -78,7 +78,7 @@ fn render(format: &str, l: &Line<'_>) -> String {
     out
 }
 
-pub(super) fn print(line: &Line<'_>) {
+pub(crate) fn print(line: &Line<'_>) {
     if !STDOUT_LOGS.load(Ordering::Relaxed) {
         return;
     }

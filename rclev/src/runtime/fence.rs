@@ -22,7 +22,7 @@
 //! preempted inside it.
 
 // The waits go through the facade too: under loom they must tell the model that they yield.
-use crate::sync::{backoff_sleep, spin_loop, yield_now, AtomicBool, Ordering};
+use crate::base::sync::{backoff_sleep, spin_loop, yield_now, AtomicBool, Ordering};
 
 /// One worker's start fence. See the module docs.
 #[derive(Default)]

@@ -95,7 +95,7 @@ pub enum Error {
     SpinInsideCallback,
     /// A message could not be (de)serialized.
     #[error("CDR (de)serialization failed: {0}")]
-    Serialization(crate::msg::cdr::CdrError),
+    Serialization(crate::base::cdr::CdrError),
     /// An operation the clock's type does not support.
     #[error("invalid clock: {0}")]
     InvalidClock(&'static str),
@@ -111,9 +111,9 @@ pub enum Error {
         /// The goal id.
         goal: String,
         /// Its state.
-        from: crate::action::state::GoalState,
+        from: crate::base::goal_state::GoalState,
         /// The refused event.
-        event: crate::action::state::GoalEvent,
+        event: crate::base::goal_state::GoalEvent,
     },
     /// The goal is not (or no longer) known to the server, or the server is gone.
     #[error("goal {0} is unknown")]
@@ -138,14 +138,14 @@ pub enum Error {
     #[error("transition {transition} is not available in lifecycle state {state}")]
     TransitionUnavailable {
         /// The transition as asked for.
-        transition: crate::lifecycle::state::TransitionRequest,
+        transition: crate::base::lifecycle_state::TransitionRequest,
         /// The node's state.
-        state: crate::lifecycle::state::State,
+        state: crate::base::lifecycle_state::State,
     },
     /// A lifecycle transition was asked for while another one was in progress (in the given
     /// transition state); it was not started, as rcl refuses it too.
     #[error("a lifecycle transition is in progress (state {0}); no other can start")]
-    TransitionInProgress(crate::lifecycle::state::State),
+    TransitionInProgress(crate::base::lifecycle_state::State),
 }
 
 /// A value that could not be delivered, handed back with the reason (like crossbeam's

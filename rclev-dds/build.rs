@@ -8,7 +8,7 @@
 //!    `$RCLEV_ORACLE_VENV` or `<workspace>/target/oracle-venv`, which `bash .ci/oracles`
 //!    installs.
 //!
-//! Where the libraries are at run time (README, "Deploying"):
+//! Where the libraries are at run time (docs/deploying.md, "Programs that use rclev-dds"):
 //! - this crate's own examples, tests and benches get the library directories as their run path
 //!   (DT_RPATH, so that libfastrtps's own vendored dependencies resolve too);
 //! - other crates' binaries: `cargo:rustc-link-arg` does not reach dependents, so the libraries

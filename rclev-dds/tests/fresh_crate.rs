@@ -1,4 +1,4 @@
-//! A user's crate, outside this workspace, depending on rclev-dds by path (README, "Deploying",
+//! A user's crate, outside this workspace, depending on rclev-dds by path (docs/deploying.md,
 //! "Programs that use rclev-dds"): `cargo run` and `cargo test` work with no set-up (cargo puts
 //! rclev-dds's `$OUT_DIR/fastdds-lib` on `LD_LIBRARY_PATH`), the bare binary needs
 //! `LD_LIBRARY_PATH` set to the Fast DDS directories, and with the one-line build.rs

@@ -6,7 +6,7 @@
 //! namespace of its own, bounded in time, and the rclev node keeps working throughout.
 //!
 //! The floods last `RCLEV_FLOOD_SECS` seconds (default 30) and print the process's resident
-//! memory every half second (`-- --nocapture`); the README's "Reliability" section quotes them.
+//! memory every half second (`-- --nocapture`); docs/performance.md, "Hostile peers", quotes them.
 
 mod common;
 

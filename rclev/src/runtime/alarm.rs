@@ -21,7 +21,7 @@
 //! alarm time ([`WorkerAlarm::block_until`], a futex wait with 1 ns timer slack), woken early
 //! by anything that would wake its task ([`Unparker`]). Measured here, a thread woken by a
 //! timerfd through `epoll_wait` runs 3–5 µs later than one whose own timed sleep ends, and on a
-//! busy host that difference costs ticks (README, "Timers on a busy host").
+//! busy host that difference costs ticks (docs/performance.md, "Timers on a busy host").
 //!
 //! The timerfd needs the runtime's I/O driver; the executor uses alarms only on runtimes it
 //! built itself (see `ExecutorShared::workers_have_alarms`).

@@ -214,7 +214,7 @@ impl TimerCore {
     /// the ticks arrive in time (median lateness ~0) rather than where nearly all do. Covering
     /// the tail of the wake-up latency would make every tick busy-wait it, and on a busy host a
     /// thread that burns more CPU waits longer for one whenever it wakes, which costs more
-    /// ticks than it saves (measured: README, "Timers on a busy host"). Never above a quarter
+    /// ticks than it saves (docs/performance.md, "Timers on a busy host"). Never above a quarter
     /// of the period, so a fast timer still sleeps most of each period (half a period cost
     /// 2–13 % of the ticks at 50 kHz on a busy host, side by side).
     fn alarm_arrived(&self, early_ns: i64) {

@@ -31,15 +31,16 @@ use rclev::transport::{
 };
 use rclev::{Error, QoSProfile, Result};
 
+use crate::cdr::{require_encapsulation, with_cdr};
+use crate::error::engine_error;
 use crate::ffi::bridge::{DdsReader, DdsWriter, SampleIdentity, SampleMeta};
-use crate::ffi::Guarded;
+use crate::ffi::{Guarded, NO_IDENTITY};
 use crate::graph::{DdsEntity, GraphCache};
 use crate::inbox::{fill_on_demand, Fill, Inbox, ReaderSlot};
 use crate::matched::{Matched, SampleSink};
 use crate::names::{cyclone_service_id, endpoint_user_data, id_text, service_topics, RosTopic};
+use crate::node::{Announced, DdsNode};
 use crate::qos::to_dds;
-use crate::topic::{require_encapsulation, with_cdr, NO_IDENTITY};
-use crate::transport::{engine_error, Announced, DdsNode};
 
 /// How long a reply waits for the client's reply reader to be matched.
 pub(crate) const REPLY_MATCH_WAIT: Duration = Duration::from_secs(1);

@@ -4,7 +4,7 @@
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
-use rclev::transport::{EndpointInfo, EndpointKind, EventHook, Gid, NodeName};
+use rclev::transport::{EndpointInfo, EventHook, Gid, NodeName};
 use rclev::Result;
 
 use crate::announcer::Announcer;
@@ -97,27 +97,6 @@ impl DdsNode {
         Announced {
             announcer: self.shared.announcer.clone(),
             gid,
-        }
-    }
-
-    /// The graph entry of an endpoint of this node.
-    pub fn endpoint_info(
-        &self,
-        name: &str,
-        kind: EndpointKind,
-        type_name: &str,
-        type_hash: rclev::msg::TypeHash,
-        gid: rclev::transport::Gid,
-        qos: rclev::QoSProfile,
-    ) -> EndpointInfo {
-        EndpointInfo {
-            node: self.name.clone(),
-            name: name.to_string(),
-            kind,
-            type_name: type_name.to_string(),
-            type_hash,
-            gid,
-            qos,
         }
     }
 }

@@ -26,8 +26,8 @@ use cxx::UniquePtr;
 use rclev::qos::QosRole;
 use rclev::throttle::ReportThrottle;
 use rclev::transport::{
-    ClientPort, EndpointKind, Gid, Payload, ReadyHook, RequestId, ServiceEndpoint, ServicePort,
-    TypeSupport,
+    ClientPort, EndpointInfo, EndpointKind, Gid, Payload, ReadyHook, RequestId, ServiceEndpoint,
+    ServicePort, TypeSupport,
 };
 use rclev::{Error, QoSProfile, Result};
 
@@ -282,7 +282,8 @@ impl DdsService {
         )?;
         let gid = Gid(reader.reader.guid().bytes);
         let announced = node.announce(
-            node.endpoint_info(
+            EndpointInfo::new(
+                node.name.clone(),
                 &endpoint.name,
                 EndpointKind::Service,
                 types.type_name,
@@ -584,7 +585,8 @@ impl DdsClient {
         let _ = inbox.own.set((reader_guid, writer_guid));
         let gid = Gid(writer_guid);
         let announced = node.announce(
-            node.endpoint_info(
+            EndpointInfo::new(
+                node.name.clone(),
                 &endpoint.name,
                 EndpointKind::Client,
                 types.type_name,

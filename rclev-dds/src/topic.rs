@@ -17,8 +17,8 @@ use cxx::UniquePtr;
 use rclev::msg::CdrError;
 use rclev::qos::QosRole;
 use rclev::transport::{
-    EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort,
-    TopicEndpoint, TypeSupport,
+    EndpointInfo, EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, ReadyHook,
+    SubscriptionPort, TopicEndpoint, TypeSupport,
 };
 use rclev::{DeliveryError, Error, QoSProfile, Result};
 
@@ -70,7 +70,8 @@ impl DdsPublisher {
         )?;
         let gid = Gid(parts.writer.guid().bytes);
         let announced = node.announce(
-            node.endpoint_info(
+            EndpointInfo::new(
+                node.name.clone(),
                 &endpoint.name,
                 EndpointKind::Publisher,
                 ts.info.type_name,
@@ -224,7 +225,8 @@ impl DdsSubscription {
         )?;
         let gid = Gid(parts.reader.guid().bytes);
         let announced = node.announce(
-            node.endpoint_info(
+            EndpointInfo::new(
+                node.name.clone(),
                 &endpoint.name,
                 EndpointKind::Subscription,
                 ts.info.type_name,

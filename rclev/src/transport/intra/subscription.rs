@@ -14,8 +14,8 @@ use crate::qos::compat::QosRole;
 use crate::qos::{Durability, QoSProfile};
 use crate::sync::lock;
 use crate::transport::{
-    EndpointKind, EventHook, Gid, MessageInfo, Payload, ReadyHook, SubscriptionPort, TopicEndpoint,
-    TypeSupport,
+    EndpointInfo, EndpointKind, EventHook, Gid, MessageInfo, Payload, ReadyHook, SubscriptionPort,
+    TopicEndpoint, TypeSupport,
 };
 
 pub(super) struct SubscriptionShared {
@@ -196,7 +196,8 @@ pub(super) fn create_subscription(
         endpoints.subscriptions.push(shared.clone());
     }
     fire(pending);
-    node.domain.announce(node.endpoint_info(
+    node.domain.announce(EndpointInfo::new(
+        node.name.clone(),
         &endpoint.name,
         EndpointKind::Subscription,
         endpoint.type_support.info.type_name,

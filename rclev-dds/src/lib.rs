@@ -21,7 +21,7 @@
 //!
 //! | layer | files |
 //! |-------|-------|
-//! | 0 | `ffi.rs` (the `cxx` bridge to the C++ shim `cpp/shim.{h,cc}`: plumbing only), `error.rs` (Fast DDS's exceptions as rclev errors), `names.rs` (ROS names on DDS), `cdr.rs` (payloads as the bytes written) |
+//! | 0 | `ffi.rs` (the `cxx` bridge to the C++ shim `cpp/shim.{h,cc}`: plumbing only), `error.rs` (Fast DDS's exceptions as rclev errors), `names.rs` (ROS names on DDS), `cdr.rs` (payloads as the bytes written), [`isolation`] (running a program in a network namespace of its own, for tests) |
 //! | 1 | `qos.rs` (the QoS mapping), `entities.rs` (`ros_discovery_info`'s messages), `inbox.rs` (the bounded queue between a reader's listener and its worker) |
 //! | 2 | `config.rs` (the environment: domain, discovery, shared memory), `graph.rs` (what discovery and `ros_discovery_info` report) |
 //! | 3 | `matched.rs` (match events, QoS events, where samples go) |
@@ -44,6 +44,7 @@ mod error;
 mod ffi;
 mod graph;
 mod inbox;
+pub mod isolation;
 mod matched;
 mod names;
 mod node;

@@ -15,18 +15,19 @@
 //!
 //! # Layers
 //!
-//! Each file uses (names a `crate::` path to, outside its tests) only files of lower layers;
-//! layer 0 uses nothing of the crate. No file reaches up, so no two files depend on each
-//! other.
+//! Each file uses only files of lower layers: the `crate::` paths it names outside its tests
+//! and comments lead only there (and `lib.rs` re-exports from `config`, `entities` and
+//! `transport`). Layer 0 uses nothing of the crate. No file reaches up or sideways, so no two
+//! files depend on each other.
 //!
 //! | layer | files |
 //! |-------|-------|
-//! | 0 | `ffi.rs` (the `cxx` bridge to the C++ shim `cpp/shim.{h,cc}`: plumbing only), `error.rs` (Fast DDS's exceptions as rclev errors), `names.rs` (ROS names on DDS), `cdr.rs` (payloads as the bytes written), [`isolation`] (running a program in a network namespace of its own, for tests) |
+//! | 0 | `ffi.rs` (the `cxx` bridge to the C++ shim `cpp/shim.{h,cc}`: plumbing only), `error.rs` (Fast DDS's exceptions as rclev errors), `names.rs` (ROS names on DDS), `cdr.rs` (payloads as the bytes written), `isolation.rs` ([`isolation`]: running a program in a network namespace of its own, for tests) |
 //! | 1 | `qos.rs` (the QoS mapping), `entities.rs` (`ros_discovery_info`'s messages), `inbox.rs` (the bounded queue between a reader's listener and its worker) |
 //! | 2 | `config.rs` (the environment: domain, discovery, shared memory), `graph.rs` (what discovery and `ros_discovery_info` report) |
 //! | 3 | `matched.rs` (match events, QoS events, where samples go) |
 //! | 4 | `endpoints.rs` (a participant and the writers and readers made from it) |
-//! | 5 | `announcer.rs` (the participant's `ros_discovery_info`), [`engine`] (the same Fast DDS set-up without rclev's layers, raw CDR, for benchmarks) |
+//! | 5 | `announcer.rs` (the participant's `ros_discovery_info`), `engine.rs` ([`engine`]: the same Fast DDS set-up without rclev's layers, raw CDR, for benchmarks) |
 //! | 6 | `node.rs` (a node: its writers, readers and graph entries) |
 //! | 7 | `topic.rs`, `service.rs` (the ports: publishers, subscriptions, services, clients) |
 //! | 8 | `transport.rs` ([`DdsTransport`] and its nodes' [`NodePort`](rclev::transport::NodePort)) |
@@ -53,9 +54,9 @@ mod service;
 mod topic;
 mod transport;
 
-pub use crate::config::{DdsOptions, DiscoveryRangeOption, SharedMemory};
-pub use crate::entities::GidSize;
-pub use crate::transport::DdsTransport;
+pub use config::{DdsOptions, DiscoveryRangeOption, SharedMemory};
+pub use entities::GidSize;
+pub use transport::DdsTransport;
 
 /// What peers sent that this process refused, counted since it started (over all its
 /// transports). Each was also reported, rate-limited (`rclev_dds` warnings); none stopped

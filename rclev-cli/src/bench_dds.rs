@@ -27,8 +27,9 @@
 //!
 //! Everything is reliable, KeepLast(10), volatile (ROS's default profile); ddsperf's data
 //! topic gets `-k 10` (its ping/pong topics are always KeepLast(1)). The whole benchmark runs
-//! in a fresh network namespace with only `lo` (the binary re-executes itself under
-//! `unshare -n -m`, with a private `/dev/shm`), with a domain id of its own and `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`.
+//! in a fresh network namespace with only `lo` (the binary re-executes itself there with
+//! [`rclev_dds::isolation`]: `unshare -n -m`, with a private `/dev/shm`), with a domain id of
+//! its own and `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`.
 //! Repetitions interleave the variants (and reverse their order every other repetition) so
 //! that a noisy spell of the VM hits all of them; the table shows medians, and the ratios are
 //! the medians of the per-repetition ratios.
@@ -40,6 +41,7 @@ mod roles;
 use std::path::Path;
 use std::time::Duration;
 
+use rclev_dds::isolation::Isolated;
 use serde::Serialize;
 
 use crate::anyhow_free::Result;
@@ -224,43 +226,24 @@ fn parse_variants(names: &[String]) -> Result<Vec<Variant>> {
 }
 
 /// Runs this very command again in a fresh network namespace with only `lo` up and a `/dev/shm`
-/// of its own, as the DDS tests do: no traffic leaves the machine, no other DDS participant can
-/// join, and no shared-memory segment another process left behind is met.
+/// of its own ([`rclev_dds::isolation`]), as the DDS tests do: no traffic leaves the machine, no
+/// other DDS participant can join, and no shared-memory segment another process left behind is
+/// met.
 fn reexec_in_netns() -> Result {
-    let exe = std::env::current_exe()?;
     // Domains 201..=230: away from the tests' (1..=200), different between concurrent runs.
     let domain = 201 + std::process::id() % 30;
-    let status = std::process::Command::new("unshare")
-        .args([
-            "-n",
-            "-m",
-            "--propagation",
-            "private",
-            "--",
-            "sh",
-            "-c",
-            "ip link set lo up && mount -t tmpfs -o mode=1777 rclev-bench-shm /dev/shm \
-             && exec \"$0\" \"$@\"",
-        ])
-        .arg(exe)
+    let mut run = Isolated::new(std::env::current_exe()?);
+    run.ros_domain(domain)
+        .command()
         .args(std::env::args_os().skip(1))
-        .env(INSIDE, "1")
-        .env("ROS_DOMAIN_ID", domain.to_string())
-        .env("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-        .env_remove("ROS_STATIC_PEERS")
-        .env_remove("ROS_LOCALHOST_ONLY")
+        .env(INSIDE, "1");
+    let status = run
         .status()
-        .map_err(|e| {
-            format!("could not run unshare (util-linux), which makes the benchmark's network namespace: {e}")
-        })?;
+        .map_err(|e| format!("the benchmark's network namespace: {e}"))?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "the benchmark failed in its network namespace ({status}); `unshare -n` needs root \
-             or CAP_SYS_ADMIN"
-        )
-        .into())
+        Err(format!("the benchmark failed in its network namespace ({status})").into())
     }
 }
 

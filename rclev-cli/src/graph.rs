@@ -490,18 +490,18 @@ mod tests {
     fn hidden_names_and_actions_are_recognized() {
         assert!(hidden("/fib/_action/feedback"));
         assert!(!hidden("/chatter"));
-        let e = EndpointInfo {
-            node: NodeName {
+        let e = EndpointInfo::new(
+            NodeName {
                 name: "n".into(),
                 namespace: "/".into(),
             },
-            name: "/fib/_action/send_goal".into(),
-            kind: EndpointKind::Service,
-            type_name: "example_interfaces/action/Fibonacci_SendGoal".into(),
-            type_hash: rclev::msg::TypeHash([0; 32]),
-            gid: rclev::transport::Gid([0; 16]),
-            qos: QoSProfile::default(),
-        };
+            "/fib/_action/send_goal",
+            EndpointKind::Service,
+            "example_interfaces/action/Fibonacci_SendGoal",
+            rclev::msg::TypeHash([0; 32]),
+            rclev::transport::Gid([0; 16]),
+            QoSProfile::default(),
+        );
         assert_eq!(
             action_of(&e),
             Some((

@@ -12,14 +12,13 @@ use rclev::{QoSProfile, Result};
 
 use crate::endpoints::{EndpointSpec, ParticipantHandle};
 use crate::entities::{decode, encode, GidSize, TOPIC};
-use crate::ffi::bridge::{DdsWriter, SampleMeta};
-use crate::ffi::Guarded;
+use crate::ffi::bridge::{DdsReader, DdsWriter, SampleMeta};
+use crate::ffi::{Guarded, NO_IDENTITY};
 use crate::graph::GraphCache;
 use crate::inbox::Fill;
 use crate::matched::SampleSink;
 use crate::names::id_text;
 use crate::qos::to_dds;
-use crate::topic::NO_IDENTITY;
 
 /// `rmw_dds_common/msg/ParticipantEntitiesInfo`'s DDS type name.
 const TYPE_NAME: &str = "rmw_dds_common::msg::dds_::ParticipantEntitiesInfo_";
@@ -74,7 +73,7 @@ pub(crate) struct Announcer {
     /// Held while a state is taken from the graph and written, so that of two changes made
     /// at once the later state is written last.
     writer: Mutex<Guarded<UniquePtr<DdsWriter>>>,
-    _reader: Guarded<UniquePtr<crate::ffi::bridge::DdsReader>>,
+    _reader: Guarded<UniquePtr<DdsReader>>,
     graph: Arc<GraphCache>,
     participant: Gid,
     gid_size: GidSize,

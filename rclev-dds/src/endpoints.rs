@@ -10,6 +10,7 @@ use cxx::UniquePtr;
 use rclev::transport::EventHook;
 use rclev::Result;
 
+use crate::error::engine_error;
 use crate::ffi::bridge::{
     self, DdsParticipant, DdsReader, DdsWriter, EndpointQos, ParticipantConfig, ReaderMode,
 };
@@ -18,11 +19,6 @@ use crate::ffi::{
 };
 use crate::graph::GraphCache;
 use crate::matched::{Matched, ReaderEvents, SampleSink, WriterEvents};
-
-/// Fast DDS's errors (C++ exceptions) as rclev's.
-pub(crate) fn engine_error(e: cxx::Exception) -> rclev::Error {
-    rclev::Error::Transport(e.what().to_string())
-}
 
 /// A participant, the graph its writers' and readers' matches tell, and the queue their
 /// deferred deletions wait on.

@@ -11,12 +11,12 @@ use rclev::{QoSProfile, Result};
 
 use crate::config::DdsOptions;
 use crate::endpoints::{EndpointSpec, ParticipantHandle};
+use crate::error::engine_error;
 use crate::ffi::bridge::{self, DdsReader, DdsWriter, SampleMeta};
-use crate::ffi::{GraphHandler, Guarded};
+use crate::ffi::{GraphHandler, Guarded, NO_IDENTITY};
 use crate::inbox::Fill;
 use crate::matched::{Matched, SampleSink};
-use crate::topic::NO_IDENTITY;
-use crate::transport::engine_error;
+use crate::qos::to_dds;
 
 /// Ignores discovery (the engine keeps no graph).
 struct NoGraph;
@@ -58,7 +58,7 @@ impl<F: Fn(&[u8]) + Send + Sync> SampleSink for Callback<F> {
 impl Participant {
     /// A participant with `options` (domain, discovery range, shared memory).
     pub fn new(options: &DdsOptions) -> Result<Self> {
-        let config = options.participant_config(&crate::engine_version());
+        let config = options.participant_config(&bridge::engine_version());
         let handle = ParticipantHandle::new(&config, Arc::default(), Box::new(NoGraph))?;
         Ok(Self { handle })
     }
@@ -71,7 +71,7 @@ impl Participant {
             EndpointSpec {
                 topic,
                 type_name,
-                qos: &crate::qos::to_dds(&qos),
+                qos: &to_dds(&qos),
                 user_data: &[],
             },
             Arc::new(()),
@@ -97,7 +97,7 @@ impl Participant {
             EndpointSpec {
                 topic,
                 type_name,
-                qos: &crate::qos::to_dds(&qos),
+                qos: &to_dds(&qos),
                 user_data: &[],
             },
             Fill::KeepLast(1).reader_mode(None),

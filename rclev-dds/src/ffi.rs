@@ -212,6 +212,13 @@ pub(crate) mod bridge {
     }
 }
 
+/// "No related sample identity", for plain writes.
+pub(crate) const NO_IDENTITY: bridge::SampleIdentity = bridge::SampleIdentity {
+    guid: [0; 16],
+    seq: -1,
+    set: false,
+};
+
 // SAFETY: the C++ entities are thread-safe (Fast DDS's DomainParticipant, DataWriter and
 // DataReader may be used from any thread; the shim's own state, the topic table, is behind a
 // mutex), and no method hands out references into them.

@@ -251,15 +251,15 @@ impl GraphCache {
                 (RosTopic::Request(n), true) => (n, EndpointKind::Client),
                 (RosTopic::Reply(_), _) => continue,
             };
-            endpoints.push(EndpointInfo {
-                node: s.node_of(gid).unwrap_or_else(unknown_node),
-                name: name.clone(),
+            endpoints.push(EndpointInfo::new(
+                s.node_of(gid).unwrap_or_else(unknown_node),
+                name.clone(),
                 kind,
-                type_name: e.type_name.clone(),
-                type_hash: e.type_hash,
-                gid: *gid,
-                qos: e.qos,
-            });
+                e.type_name.clone(),
+                e.type_hash,
+                *gid,
+                e.qos,
+            ));
         }
         endpoints.sort_by(|a, b| (&a.name, a.gid).cmp(&(&b.name, b.gid)));
         let remote_nodes = s.remote_nodes.values().flatten().map(|n| n.node.clone());
@@ -645,14 +645,16 @@ mod tests {
         let g = GraphCache::default();
         let a = g.add_node(node("a", "/"));
         let b = g.add_node(node("b", "/ns"));
-        let info = |gid: u8, kind| EndpointInfo {
-            node: node("a", "/"),
-            name: "/x".into(),
-            kind,
-            type_name: "std_msgs/msg/String".into(),
-            type_hash: TypeHash([0; 32]),
-            gid: Gid([gid; 16]),
-            qos: QoSProfile::default(),
+        let info = |gid: u8, kind| {
+            EndpointInfo::new(
+                node("a", "/"),
+                "/x",
+                kind,
+                "std_msgs/msg/String",
+                TypeHash([0; 32]),
+                Gid([gid; 16]),
+                QoSProfile::default(),
+            )
         };
         g.add_local(
             info(1, EndpointKind::Publisher),

@@ -11,28 +11,44 @@
 //!
 //! The crate is a transport behind rclev's seam ([`rclev::transport::Transport`]); the
 //! wire conventions it follows (names, type names, USER_DATA, QoS, both service mappings)
-//! are in `docs/dds.md`. Layers, from the bottom:
+//! are in `docs/dds.md`.
 //!
-//! - `ffi` — the `cxx` bridge to the C++ shim (`cpp/shim.{h,cc}`): plumbing only;
-//! - `config`, `names`, `qos` — the environment, ROS names on DDS, the QoS mapping;
-//! - `entities`, `graph`, `matched` — what discovery, `ros_discovery_info` and match events
-//!   report; `inbox` — the bounded queue between a reader's listener and its worker;
-//! - `topic`, `service` — the ports;
-//! - `transport` — [`DdsTransport`] and its nodes;
-//! - [`engine`] — the same Fast DDS set-up without rclev's layers (raw CDR), for benchmarks.
+//! # Layers
+//!
+//! Each file uses only files of lower layers: the `crate::` paths it names outside its tests
+//! and comments lead only there (and `lib.rs` re-exports from `config`, `entities` and
+//! `transport`). Layer 0 uses nothing of the crate. No file reaches up or sideways, so no two
+//! files depend on each other.
+//!
+//! | layer | files |
+//! |-------|-------|
+//! | 0 | `ffi.rs` (the `cxx` bridge to the C++ shim `cpp/shim.{h,cc}`: plumbing only), `error.rs` (Fast DDS's exceptions as rclev errors), `names.rs` (ROS names on DDS), `cdr.rs` (payloads as the bytes written), `isolation.rs` ([`isolation`]: running a program in a network namespace of its own, for tests) |
+//! | 1 | `qos.rs` (the QoS mapping), `entities.rs` (`ros_discovery_info`'s messages), `inbox.rs` (the bounded queue between a reader's listener and its worker) |
+//! | 2 | `config.rs` (the environment: domain, discovery, shared memory), `graph.rs` (what discovery and `ros_discovery_info` report) |
+//! | 3 | `matched.rs` (match events, QoS events, where samples go) |
+//! | 4 | `endpoints.rs` (a participant and the writers and readers made from it) |
+//! | 5 | `announcer.rs` (the participant's `ros_discovery_info`), `engine.rs` ([`engine`]: the same Fast DDS set-up without rclev's layers, raw CDR, for benchmarks) |
+//! | 6 | `node.rs` (a node: its writers, readers and graph entries) |
+//! | 7 | `topic.rs`, `service.rs` (the ports: publishers, subscriptions, services, clients) |
+//! | 8 | `transport.rs` ([`DdsTransport`] and its nodes' [`NodePort`](rclev::transport::NodePort)) |
+//! | 9 | `lib.rs` (this root: what the crate exports) |
 
 #![warn(missing_docs)]
 
 mod announcer;
+mod cdr;
 mod config;
 mod endpoints;
 pub mod engine;
 mod entities;
+mod error;
 mod ffi;
 mod graph;
 mod inbox;
+pub mod isolation;
 mod matched;
 mod names;
+mod node;
 mod qos;
 mod service;
 mod topic;
@@ -62,13 +78,13 @@ pub struct WireStats {
 /// The counts of [`WireStats`] now.
 pub fn wire_stats() -> WireStats {
     WireStats {
-        listener_failures: ffi::listener_failures(),
-        endpoints_ignored: graph::ignored_endpoints(),
-        discovery_samples_dropped: announcer::dropped_samples(),
+        listener_failures: crate::ffi::listener_failures(),
+        endpoints_ignored: crate::graph::ignored_endpoints(),
+        discovery_samples_dropped: crate::announcer::dropped_samples(),
     }
 }
 
 /// The Fast DDS release rclev-dds was built against (`2.14.5`).
 pub fn engine_version() -> String {
-    ffi::bridge::engine_version()
+    crate::ffi::bridge::engine_version()
 }

@@ -26,20 +26,22 @@ use cxx::UniquePtr;
 use rclev::qos::QosRole;
 use rclev::throttle::ReportThrottle;
 use rclev::transport::{
-    ClientPort, EndpointKind, Gid, Payload, ReadyHook, RequestId, ServiceEndpoint, ServicePort,
-    TypeSupport,
+    ClientPort, EndpointInfo, EndpointKind, Gid, Payload, ReadyHook, RequestId, ServiceEndpoint,
+    ServicePort, TypeSupport,
 };
 use rclev::{Error, QoSProfile, Result};
 
+use crate::cdr::{require_encapsulation, with_cdr};
+use crate::endpoints::{ReaderParts, WriterParts};
+use crate::error::engine_error;
 use crate::ffi::bridge::{DdsReader, DdsWriter, SampleIdentity, SampleMeta};
-use crate::ffi::Guarded;
+use crate::ffi::{Guarded, NO_IDENTITY};
 use crate::graph::{DdsEntity, GraphCache};
 use crate::inbox::{fill_on_demand, Fill, Inbox, ReaderSlot};
 use crate::matched::{Matched, SampleSink};
 use crate::names::{cyclone_service_id, endpoint_user_data, id_text, service_topics, RosTopic};
+use crate::node::{Announced, DdsNode};
 use crate::qos::to_dds;
-use crate::topic::{require_encapsulation, with_cdr, NO_IDENTITY};
-use crate::transport::{engine_error, Announced, DdsNode};
 
 /// How long a reply waits for the client's reply reader to be matched.
 pub(crate) const REPLY_MATCH_WAIT: Duration = Duration::from_secs(1);
@@ -240,67 +242,21 @@ impl DdsService {
         endpoint: &ServiceEndpoint,
         ready: Arc<dyn ReadyHook>,
     ) -> Result<Arc<Self>> {
-        let Setup {
-            reader_qos,
-            writer_qos,
-            request_topic,
-            reply_topic,
-            id,
-            ..
-        } = Setup::new(node, endpoint)?;
-        let types = &endpoint.types;
-        let graph = node.shared.handle.graph.clone();
-        let fill = Fill::of(reader_qos.history);
+        let setup = Setup::new(node, endpoint, Side::Server)?;
+        let fill = Fill::of(setup.reader_qos.history);
         let requests = Arc::new(RequestInbox {
             inbox: Inbox::new(&endpoint.name, fill, ready),
             routes: Mutex::new(HashMap::new()),
-            graph,
+            graph: node.shared.handle.graph.clone(),
         });
-        // The reply writer first: a request may arrive as soon as the reader exists.
-        let writer = node.new_writer(
-            &reply_topic,
-            types.response.info.dds_type_name,
-            &to_dds(&writer_qos),
-            &endpoint_user_data(Some(("serviceid", &id)), &types.response.info.hash),
-            Arc::new(()),
-        )?;
-        // A request's length is bounded as its type is (rmw_cyclonedds's header adds 16).
-        let max_request = types
-            .request
-            .info
-            .max_serialized_size()
-            .map(|n| n + HEADER_LEN);
-        let reader = node.new_reader(
-            &request_topic,
-            types.request.info.dds_type_name,
-            &to_dds(&reader_qos),
-            &endpoint_user_data(Some(("serviceid", &id)), &types.request.info.hash),
-            fill.reader_mode(max_request),
-            requests.clone(),
-            Arc::new(()),
-        )?;
-        let gid = Gid(reader.reader.guid().bytes);
-        let announced = node.announce(
-            node.endpoint_info(
-                &endpoint.name,
-                EndpointKind::Service,
-                types.type_name,
-                types.type_hash,
-                gid,
-                reader_qos,
-            ),
-            vec![
-                DdsEntity::Reader(gid),
-                DdsEntity::Writer(Gid(writer.writer.guid().bytes)),
-            ],
-        );
+        let opened = setup.open(node, endpoint, fill, requests.clone())?;
         Ok(Arc::new(Self {
             requests,
-            request_reader: Mutex::new(Some(reader.reader)),
-            reply_writer: writer.writer,
-            reply_matched: writer.matched,
-            response: types.response,
-            announced: Mutex::new(Some(announced)),
+            request_reader: Mutex::new(Some(opened.reader.reader)),
+            reply_writer: opened.writer.writer,
+            reply_matched: opened.writer.matched,
+            response: endpoint.types.response,
+            announced: Mutex::new(Some(opened.announced)),
         }))
     }
 
@@ -416,8 +372,18 @@ impl Drop for DdsService {
     }
 }
 
+/// Which end of a service a [`Setup`] is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// A server: reads requests, writes replies.
+    Server,
+    /// A client: writes requests, reads replies.
+    Client,
+}
+
 /// What a server and a client both start from.
 struct Setup {
+    side: Side,
     /// The resolved QoS of its reader and of its writer (both directions use the endpoint's
     /// profile).
     reader_qos: QoSProfile,
@@ -430,8 +396,15 @@ struct Setup {
     id_bytes: [u8; 16],
 }
 
+/// A server's or client's DDS reader and writer, and its place on the graph.
+struct Opened {
+    reader: ReaderParts,
+    writer: WriterParts,
+    announced: Announced,
+}
+
 impl Setup {
-    fn new(node: &DdsNode, endpoint: &ServiceEndpoint) -> Result<Self> {
+    fn new(node: &DdsNode, endpoint: &ServiceEndpoint, side: Side) -> Result<Self> {
         let reader_qos = endpoint.qos.resolve(QosRole::Subscription, &[]);
         let writer_qos = endpoint.qos.resolve(QosRole::Publisher, &[]);
         reader_qos.validate()?;
@@ -441,12 +414,90 @@ impl Setup {
         let n = node.shared.next_service_id.fetch_add(1, Ordering::Relaxed);
         let id_bytes = cyclone_service_id(&node.shared.guid, n);
         Ok(Self {
+            side,
             reader_qos,
             writer_qos,
             request_topic,
             reply_topic,
             id: id_text(&id_bytes),
             id_bytes,
+        })
+    }
+
+    /// Creates the reader (whose samples go to `sink`, queued as `fill` says) and the writer,
+    /// the reply topic's first: a server's reply writer exists before a request can arrive, a
+    /// client's reply reader before it can send one. Then announces them as one endpoint: a
+    /// server by its request reader, a client by its request writer, as rmw lists them.
+    fn open<S: SampleSink + 'static>(
+        &self,
+        node: &DdsNode,
+        endpoint: &ServiceEndpoint,
+        fill: Fill,
+        sink: Arc<S>,
+    ) -> Result<Opened> {
+        let types = &endpoint.types;
+        let request = (&self.request_topic, &types.request);
+        let reply = (&self.reply_topic, &types.response);
+        let (id_key, kind, (read_topic, read_type), (write_topic, write_type)) = match self.side {
+            Side::Server => ("serviceid", EndpointKind::Service, request, reply),
+            Side::Client => ("clientid", EndpointKind::Client, reply, request),
+        };
+        let user_data =
+            |ts: &TypeSupport| endpoint_user_data(Some((id_key, &self.id)), &ts.info.hash);
+        let new_writer = || {
+            node.new_writer(
+                write_topic,
+                write_type.info.dds_type_name,
+                &to_dds(&self.writer_qos),
+                &user_data(write_type),
+                Arc::new(()),
+            )
+        };
+        // A sample's length is bounded as its type is (rmw_cyclonedds's header adds 16).
+        let max_read = read_type.info.max_serialized_size().map(|n| n + HEADER_LEN);
+        let new_reader = || {
+            node.new_reader(
+                read_topic,
+                read_type.info.dds_type_name,
+                &to_dds(&self.reader_qos),
+                &user_data(read_type),
+                fill.reader_mode(max_read),
+                sink,
+                Arc::new(()),
+            )
+        };
+        let (reader, writer) = match self.side {
+            Side::Server => {
+                let writer = new_writer()?;
+                (new_reader()?, writer)
+            }
+            Side::Client => {
+                let reader = new_reader()?;
+                (reader, new_writer()?)
+            }
+        };
+        let reader_gid = Gid(reader.reader.guid().bytes);
+        let writer_gid = Gid(writer.writer.guid().bytes);
+        let (gid, qos) = match self.side {
+            Side::Server => (reader_gid, self.reader_qos),
+            Side::Client => (writer_gid, self.writer_qos),
+        };
+        let announced = node.announce(
+            EndpointInfo::new(
+                node.name.clone(),
+                &endpoint.name,
+                kind,
+                types.type_name,
+                types.type_hash,
+                gid,
+                qos,
+            ),
+            vec![DdsEntity::Reader(reader_gid), DdsEntity::Writer(writer_gid)],
+        );
+        Ok(Opened {
+            reader,
+            writer,
+            announced,
         })
     }
 }
@@ -536,75 +587,36 @@ impl DdsClient {
         endpoint: &ServiceEndpoint,
         ready: Arc<dyn ReadyHook>,
     ) -> Result<Arc<Self>> {
-        let Setup {
-            reader_qos,
-            writer_qos,
-            request_topic,
-            reply_topic,
-            id,
-            id_bytes,
-        } = Setup::new(node, endpoint)?;
-        let types = &endpoint.types;
+        let setup = Setup::new(node, endpoint, Side::Client)?;
         // The header's client id: the unique half of the 16-byte id (rmw_cyclonedds uses an
         // instance handle; any 8 bytes the client filters replies on will do).
         let mut header_id = [0u8; 8];
-        header_id.copy_from_slice(&id_bytes[8..16]);
+        header_id.copy_from_slice(&setup.id_bytes[8..16]);
+        // Bounded by the requests waiting, not by a depth: see `ResponseInbox`.
+        let fill = Fill::KeepLast(usize::MAX);
         let inbox = Arc::new(ResponseInbox {
-            // Bounded by the requests waiting, not by a depth: see `ResponseInbox`.
-            inbox: Inbox::new(&endpoint.name, Fill::KeepLast(usize::MAX), ready),
+            inbox: Inbox::new(&endpoint.name, fill, ready),
             own: OnceLock::new(),
             header_id: u64::from_be_bytes(header_id),
             sent: AtomicU64::new(0),
             taken: AtomicU64::new(0),
         });
-        let max_response = types
-            .response
-            .info
-            .max_serialized_size()
-            .map(|n| n + HEADER_LEN);
-        let reader = node.new_reader(
-            &reply_topic,
-            types.response.info.dds_type_name,
-            &to_dds(&reader_qos),
-            &endpoint_user_data(Some(("clientid", &id)), &types.response.info.hash),
-            Fill::KeepLast(usize::MAX).reader_mode(max_response),
-            inbox.clone(),
-            Arc::new(()),
-        )?;
-        let writer = node.new_writer(
-            &request_topic,
-            types.request.info.dds_type_name,
-            &to_dds(&writer_qos),
-            &endpoint_user_data(Some(("clientid", &id)), &types.request.info.hash),
-            Arc::new(()),
-        )?;
-        let reader_guid = reader.reader.guid().bytes;
-        let writer_guid = writer.writer.guid().bytes;
+        let opened = setup.open(node, endpoint, fill, inbox.clone())?;
+        let reader_guid = opened.reader.reader.guid().bytes;
+        let writer_guid = opened.writer.writer.guid().bytes;
         let _ = inbox.own.set((reader_guid, writer_guid));
-        let gid = Gid(writer_guid);
-        let announced = node.announce(
-            node.endpoint_info(
-                &endpoint.name,
-                EndpointKind::Client,
-                types.type_name,
-                types.type_hash,
-                gid,
-                writer_qos,
-            ),
-            vec![DdsEntity::Reader(Gid(reader_guid)), DdsEntity::Writer(gid)],
-        );
         Ok(Arc::new(Self {
             name: endpoint.name.clone(),
             inbox,
-            request_writer: writer.writer,
-            request_matched: writer.matched,
-            _reply_reader: reader.reader,
-            reply_matched: reader.matched,
-            request: types.request,
+            request_writer: opened.writer.writer,
+            request_matched: opened.writer.matched,
+            _reply_reader: opened.reader.reader,
+            reply_matched: opened.reader.matched,
+            request: endpoint.types.request,
             graph: node.shared.handle.graph.clone(),
             last_sequence: Mutex::new(0),
-            gid,
-            _announced: announced,
+            gid: Gid(writer_guid),
+            _announced: opened.announced,
         }))
     }
 

@@ -8,7 +8,6 @@
 //! the receive thread, when its worker is idle. Lock order: the reader slot, then the queue
 //! mutex (a leaf); hooks are called after both are released.
 
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -18,58 +17,25 @@ use cxx::UniquePtr;
 use rclev::msg::CdrError;
 use rclev::qos::QosRole;
 use rclev::transport::{
-    EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort,
-    TopicEndpoint, TypeSupport,
+    EndpointInfo, EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, ReadyHook,
+    SubscriptionPort, TopicEndpoint, TypeSupport,
 };
 use rclev::{DeliveryError, Error, QoSProfile, Result};
 
-use crate::ffi::bridge::{SampleIdentity, SampleMeta};
-use crate::ffi::{Guarded, PayloadEncoder};
+use crate::cdr::with_cdr;
+use crate::error::engine_error;
+use crate::ffi::bridge::{DdsWriter, SampleMeta};
+use crate::ffi::{Guarded, PayloadEncoder, NO_IDENTITY};
 use crate::graph::DdsEntity;
 use crate::inbox::{fill_on_demand, Fill, Inbox, ReaderSlot};
 use crate::matched::{Matched, SampleSink};
 use crate::names::{endpoint_user_data, topic_topic};
+use crate::node::{Announced, DdsNode};
 use crate::qos::to_dds;
-use crate::transport::{engine_error, Announced, DdsNode};
-
-/// "No related sample identity" for plain writes.
-pub(crate) const NO_IDENTITY: SampleIdentity = SampleIdentity {
-    guid: [0; 16],
-    seq: -1,
-    set: false,
-};
-
-thread_local! {
-    /// Serialization scratch per publishing thread: no allocation per publish.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Serializes `payload` (or borrows its bytes) and hands them to `f`.
-pub(crate) fn with_cdr<R>(
-    payload: &Payload,
-    type_support: &TypeSupport,
-    f: impl FnOnce(&[u8]) -> Result<R>,
-) -> Result<R> {
-    SCRATCH.with(|scratch| {
-        // A publish from inside `f` (never done) would find the scratch borrowed: use a
-        // fresh buffer then rather than panic.
-        match scratch.try_borrow_mut() {
-            Ok(mut buf) => {
-                let bytes = payload.cdr(type_support, &mut buf)?;
-                f(bytes)
-            }
-            Err(_) => {
-                let mut buf = Vec::new();
-                let bytes = payload.cdr(type_support, &mut buf)?;
-                f(bytes)
-            }
-        }
-    })
-}
 
 /// A ROS publisher: one DDS writer on `rt/<name>`.
 pub(crate) struct DdsPublisher {
-    writer: Guarded<UniquePtr<crate::ffi::bridge::DdsWriter>>,
+    writer: Guarded<UniquePtr<DdsWriter>>,
     matched: Arc<Matched>,
     type_support: TypeSupport,
     /// The encoded size of the last message that went through `with_cdr`: room to reserve
@@ -104,7 +70,8 @@ impl DdsPublisher {
         )?;
         let gid = Gid(parts.writer.guid().bytes);
         let announced = node.announce(
-            node.endpoint_info(
+            EndpointInfo::new(
+                node.name.clone(),
                 &endpoint.name,
                 EndpointKind::Publisher,
                 ts.info.type_name,
@@ -258,7 +225,8 @@ impl DdsSubscription {
         )?;
         let gid = Gid(parts.reader.guid().bytes);
         let announced = node.announce(
-            node.endpoint_info(
+            EndpointInfo::new(
+                node.name.clone(),
                 &endpoint.name,
                 EndpointKind::Subscription,
                 ts.info.type_name,
@@ -353,15 +321,4 @@ impl Drop for DdsSubscription {
     fn drop(&mut self) {
         self.close();
     }
-}
-
-/// Validation that a payload was serialized to something (used by services too).
-pub(crate) fn require_encapsulation(bytes: &[u8], what: &str) -> Result<()> {
-    if bytes.len() < 4 {
-        return Err(Error::MalformedMessage {
-            topic: what.to_string(),
-            reason: format!("{} bytes: no CDR encapsulation header", bytes.len()),
-        });
-    }
-    Ok(())
 }

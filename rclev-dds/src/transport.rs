@@ -1,27 +1,29 @@
-//! [`DdsTransport`]: one Fast DDS participant per transport, and the nodes registered on it.
+//! [`DdsTransport`]: one Fast DDS participant per transport, and the nodes registered on it
+//! (`node`), which make their endpoints here (`topic`, `service`).
 
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
 use rclev::qos::QosEventKind;
 use rclev::transport::{
-    ClientPort, EndpointInfo, EndpointKind, EventHook, Gid, GraphSnapshot, NodeName, NodePort,
-    PublisherPort, ReadyHook, ServiceEndpoint, ServicePort, SubscriptionPort, TopicEndpoint,
-    Transport,
+    ClientPort, EventHook, Gid, GraphSnapshot, NodeName, NodePort, PublisherPort, ReadyHook,
+    ServiceEndpoint, ServicePort, SubscriptionPort, TopicEndpoint, Transport,
 };
 use rclev::{Arguments, Context, Error, Result};
 
-/// The bound of the name and namespace strings in `rmw_dds_common/msg/NodeEntitiesInfo`.
-const NODE_NAME_BOUND: usize = 256;
-
 use crate::announcer::Announcer;
 use crate::config::DdsOptions;
-pub(crate) use crate::endpoints::engine_error;
-use crate::endpoints::{EndpointSpec, ParticipantHandle, ReaderParts, WriterParts};
-use crate::ffi::bridge::{EndpointQos, ReaderMode};
-use crate::graph::{DdsEntity, GraphCache};
-use crate::matched::SampleSink;
+use crate::endpoints::ParticipantHandle;
+use crate::ffi::bridge::engine_version;
+use crate::graph::GraphCache;
+use crate::node::{DdsNode, Shared};
+use crate::service::{DdsClient, DdsService};
+use crate::topic::{DdsPublisher, DdsSubscription};
+
+/// The bound of the name and namespace strings in `rmw_dds_common/msg/NodeEntitiesInfo`.
+const NODE_NAME_BOUND: usize = 256;
 
 /// rclev's DDS transport: rclev nodes as peers of ROS 2 nodes, over eProsima Fast DDS.
 ///
@@ -34,19 +36,6 @@ pub struct DdsTransport {
     shared: Arc<Shared>,
 }
 
-/// What the transport's nodes and endpoints share.
-pub(crate) struct Shared {
-    /// `ros_discovery_info`; shared with every endpoint's [`Announced`].
-    pub announcer: Arc<Announcer>,
-    /// The participant (every endpoint keeps the C++ participant alive on its own, too), its
-    /// graph, and the queue of deletions deferred from listener calls, joined when the last
-    /// of the transport and its endpoints is gone.
-    pub handle: ParticipantHandle,
-    pub guid: [u8; 16],
-    /// Counter for rmw_cyclonedds-style client and service ids.
-    pub next_service_id: std::sync::atomic::AtomicU32,
-}
-
 impl DdsTransport {
     /// A transport with the options ROS 2 reads from the environment (`ROS_DOMAIN_ID`,
     /// `ROS_AUTOMATIC_DISCOVERY_RANGE`, `ROS_STATIC_PEERS`, `ROS_LOCALHOST_ONLY`).
@@ -56,7 +45,7 @@ impl DdsTransport {
 
     /// A transport with the given options.
     pub fn new(options: &DdsOptions) -> Result<Self> {
-        let engine = crate::engine_version();
+        let engine = engine_version();
         let graph = Arc::new(GraphCache::default());
         let handle = ParticipantHandle::new(
             &options.participant_config(&engine),
@@ -71,7 +60,7 @@ impl DdsTransport {
                 announcer,
                 handle,
                 guid,
-                next_service_id: std::sync::atomic::AtomicU32::new(1),
+                next_service_id: AtomicU32::new(1),
             }),
         })
     }
@@ -139,13 +128,7 @@ impl Transport for DdsTransport {
                 });
             }
         }
-        let id = self.shared.handle.graph.add_node(node.clone());
-        self.shared.announcer.publish();
-        Ok(Arc::new(DdsNode {
-            shared: self.shared.clone(),
-            name: node.clone(),
-            id,
-        }))
+        Ok(Arc::new(DdsNode::new(self.shared.clone(), node.clone())))
     }
 
     fn graph(&self) -> GraphSnapshot {
@@ -163,113 +146,13 @@ impl Transport for DdsTransport {
     }
 }
 
-/// A node on the DDS graph.
-pub(crate) struct DdsNode {
-    pub shared: Arc<Shared>,
-    pub name: NodeName,
-    id: u64,
-}
-
-impl Drop for DdsNode {
-    fn drop(&mut self) {
-        self.shared.handle.graph.remove_node(self.id);
-        self.shared.announcer.publish();
-    }
-}
-
-impl DdsNode {
-    pub fn new_writer(
-        &self,
-        topic: &str,
-        type_name: &str,
-        qos: &EndpointQos,
-        user_data: &[u8],
-        hook: Arc<dyn EventHook>,
-    ) -> Result<WriterParts> {
-        let spec = EndpointSpec {
-            topic,
-            type_name,
-            qos,
-            user_data,
-        };
-        self.shared.handle.create_writer(spec, hook)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub fn new_reader<S: SampleSink + 'static>(
-        &self,
-        topic: &str,
-        type_name: &str,
-        qos: &EndpointQos,
-        user_data: &[u8],
-        mode: ReaderMode,
-        sink: Arc<S>,
-        hook: Arc<dyn EventHook>,
-    ) -> Result<ReaderParts> {
-        let spec = EndpointSpec {
-            topic,
-            type_name,
-            qos,
-            user_data,
-        };
-        self.shared.handle.create_reader(spec, mode, sink, hook)
-    }
-
-    /// Records a local endpoint, made of the DDS `entities`, on the graph and in
-    /// `ros_discovery_info`; the returned guard withdraws it again.
-    pub fn announce(&self, info: EndpointInfo, entities: Vec<DdsEntity>) -> Announced {
-        let gid = info.gid;
-        self.shared.handle.graph.add_local(info, self.id, entities);
-        self.shared.announcer.publish();
-        Announced {
-            announcer: self.shared.announcer.clone(),
-            gid,
-        }
-    }
-
-    pub fn endpoint_info(
-        &self,
-        name: &str,
-        kind: EndpointKind,
-        type_name: &str,
-        type_hash: rclev::msg::TypeHash,
-        gid: rclev::transport::Gid,
-        qos: rclev::QoSProfile,
-    ) -> EndpointInfo {
-        EndpointInfo {
-            node: self.name.clone(),
-            name: name.to_string(),
-            kind,
-            type_name: type_name.to_string(),
-            type_hash,
-            gid,
-            qos,
-        }
-    }
-}
-
-/// A local endpoint's place on the graph, withdrawn on drop.
-pub(crate) struct Announced {
-    announcer: Arc<Announcer>,
-    gid: Gid,
-}
-
-impl Drop for Announced {
-    fn drop(&mut self) {
-        self.announcer.graph().remove_local(&self.gid);
-        self.announcer.publish();
-    }
-}
-
 impl NodePort for DdsNode {
     fn create_publisher(
         &self,
         endpoint: &TopicEndpoint,
         events: Arc<dyn EventHook>,
     ) -> Result<Arc<dyn PublisherPort>> {
-        Ok(Arc::new(crate::topic::DdsPublisher::new(
-            self, endpoint, events,
-        )?))
+        Ok(Arc::new(DdsPublisher::new(self, endpoint, events)?))
     }
 
     fn create_subscription(
@@ -278,9 +161,7 @@ impl NodePort for DdsNode {
         ready: Arc<dyn ReadyHook>,
         events: Arc<dyn EventHook>,
     ) -> Result<Arc<dyn SubscriptionPort>> {
-        Ok(crate::topic::DdsSubscription::new(
-            self, endpoint, ready, events,
-        )?)
+        Ok(DdsSubscription::new(self, endpoint, ready, events)?)
     }
 
     fn create_service(
@@ -288,7 +169,7 @@ impl NodePort for DdsNode {
         endpoint: &ServiceEndpoint,
         ready: Arc<dyn ReadyHook>,
     ) -> Result<Arc<dyn ServicePort>> {
-        Ok(crate::service::DdsService::new(self, endpoint, ready)?)
+        Ok(DdsService::new(self, endpoint, ready)?)
     }
 
     fn create_client(
@@ -296,6 +177,6 @@ impl NodePort for DdsNode {
         endpoint: &ServiceEndpoint,
         ready: Arc<dyn ReadyHook>,
     ) -> Result<Arc<dyn ClientPort>> {
-        Ok(crate::service::DdsClient::new(self, endpoint, ready)?)
+        Ok(DdsClient::new(self, endpoint, ready)?)
     }
 }

@@ -1,8 +1,9 @@
 //! What the DDS tests share: each runs in a network namespace of its own (only `lo`, made by
-//! the test: `unshare -n`, `ip link set lo up`) with a `/dev/shm` of its own (a network
-//! namespace does not separate Fast DDS's shared-memory segments and ports: tests running side
-//! by side, or segments a killed process left behind, would meet there), with a domain id of
-//! its own, bounded in time; rclpy peers come from the oracle venv (`bash .ci/oracles`).
+//! the test with [`rclev_dds::isolation`]: `unshare -n`, `ip link set lo up`) with a
+//! `/dev/shm` of its own (a network namespace does not separate Fast DDS's shared-memory
+//! segments and ports: tests running side by side, or segments a killed process left behind,
+//! would meet there), with a domain id of its own, bounded in time; rclpy peers come from the
+//! oracle venv (`bash .ci/oracles`).
 
 #![allow(dead_code)]
 
@@ -10,49 +11,28 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use rclev_dds::isolation::{Isolated, IsolationError};
+
 /// Set inside the namespace, for the re-executed test.
 const INSIDE: &str = "RCLEV_DDS_TEST_NETNS";
 
-/// Runs `body` in a fresh network namespace: the test binary re-executes itself there,
-/// running only `test` (its full name), within `limit`.
+/// Runs `body` in a fresh network namespace: the test binary re-executes itself there
+/// ([`rclev_dds::isolation`]), running only `test` (its full name), within `limit` (killed
+/// then).
 pub fn in_netns(test: &str, limit: Duration, body: impl FnOnce()) {
     if std::env::var_os(INSIDE).is_some() {
         body();
         return;
     }
-    let exe = std::env::current_exe().unwrap();
-    let domain = domain_for(test);
-    let mut child = Command::new("unshare")
-        .args([
-            "-n",
-            "-m",
-            "--propagation",
-            "private",
-            "--",
-            "sh",
-            "-c",
-            "ip link set lo up && mount -t tmpfs -o mode=1777 rclev-test-shm /dev/shm \
-             && exec \"$0\" \"$@\"",
-        ])
-        .arg(&exe)
+    let mut run = Isolated::new(std::env::current_exe().unwrap());
+    run.ros_domain(domain_for(test))
+        .command()
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(INSIDE, "1")
-        .env("ROS_DOMAIN_ID", domain.to_string())
-        .env("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-        .spawn()
-        .expect("unshare (util-linux) runs the test in a network namespace; it needs root");
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "{test} failed in its namespace: {status}");
-            return;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{test} did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+        .env(INSIDE, "1");
+    match run.run_within(limit) {
+        Ok(status) => assert!(status.success(), "{test} failed in its namespace: {status}"),
+        Err(IsolationError::TimedOut { .. }) => panic!("{test} did not finish within {limit:?}"),
+        Err(e) => panic!("{test} could not run in a network namespace of its own: {e}"),
     }
 }
 

@@ -66,6 +66,52 @@ pub struct EndpointInfo {
     pub qos: QoSProfile,
 }
 
+impl EndpointInfo {
+    /// The graph entry of an endpoint: the one way transports (and tests) build one.
+    ///
+    /// `name` is the fully qualified topic or service name, `type_name` the ROS type name
+    /// (`pkg/msg/Name`, `pkg/srv/Name` for services), `type_hash` its RIHS01 hash (all zeros
+    /// when unknown), and `qos` the endpoint's resolved profile.
+    ///
+    /// ```
+    /// use rclev::msg::TypeHash;
+    /// use rclev::transport::{EndpointInfo, EndpointKind, Gid, NodeName};
+    /// use rclev::QoSProfile;
+    ///
+    /// let node = NodeName { name: "talker".into(), namespace: "/".into() };
+    /// let info = EndpointInfo::new(
+    ///     node,
+    ///     "/chatter",
+    ///     EndpointKind::Publisher,
+    ///     "std_msgs/msg/String",
+    ///     TypeHash([0; 32]),
+    ///     Gid([1; 16]),
+    ///     QoSProfile::default(),
+    /// );
+    /// assert_eq!(info.node.fully_qualified(), "/talker");
+    /// assert_eq!(info.type_name, "std_msgs/msg/String");
+    /// ```
+    pub fn new(
+        node: NodeName,
+        name: impl Into<String>,
+        kind: EndpointKind,
+        type_name: impl Into<String>,
+        type_hash: TypeHash,
+        gid: Gid,
+        qos: QoSProfile,
+    ) -> Self {
+        Self {
+            node,
+            name: name.into(),
+            kind,
+            type_name: type_name.into(),
+            type_hash,
+            gid,
+            qos,
+        }
+    }
+}
+
 /// The graph at one moment.
 #[derive(Debug, Clone, Default)]
 pub struct GraphSnapshot {

@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::watch;
 
 use super::{
-    ClientPort, EndpointInfo, EndpointKind, EventHook, Gid, GraphNotifier, GraphSnapshot, NodeName,
-    NodePort, PublisherPort, ReadyHook, ServiceEndpoint, ServicePort, SubscriptionPort,
-    TopicEndpoint, Transport,
+    ClientPort, EndpointInfo, EventHook, Gid, GraphNotifier, GraphSnapshot, NodeName, NodePort,
+    PublisherPort, ReadyHook, ServiceEndpoint, ServicePort, SubscriptionPort, TopicEndpoint,
+    Transport,
 };
 use crate::base::error::Result;
 use crate::base::sync::lock;
@@ -165,28 +165,5 @@ impl NodePort for IntraNode {
         ready: Arc<dyn ReadyHook>,
     ) -> Result<Arc<dyn ClientPort>> {
         service::create_client(self, endpoint, ready)
-    }
-}
-
-impl IntraNode {
-    /// The graph entry of an endpoint of this node.
-    fn endpoint_info(
-        &self,
-        name: &str,
-        kind: EndpointKind,
-        type_name: &str,
-        type_hash: crate::msg::TypeHash,
-        gid: Gid,
-        qos: crate::qos::QoSProfile,
-    ) -> EndpointInfo {
-        EndpointInfo {
-            node: self.name.clone(),
-            name: name.to_string(),
-            kind,
-            type_name: type_name.to_string(),
-            type_hash,
-            gid,
-            qos,
-        }
     }
 }

@@ -13,8 +13,8 @@ use super::{Domain, IntraNode};
 use crate::base::error::{Error, Result};
 use crate::base::sync::lock;
 use crate::transport::{
-    ClientPort, EndpointKind, Gid, Payload, ReadyHook, RequestId, ServiceEndpoint, ServicePort,
-    ServiceTypes, TypeSupport,
+    ClientPort, EndpointInfo, EndpointKind, Gid, Payload, ReadyHook, RequestId, ServiceEndpoint,
+    ServicePort, ServiceTypes, TypeSupport,
 };
 
 pub(super) struct ServiceSlot {
@@ -81,7 +81,8 @@ pub(super) fn create_service(
         slot
     };
     let gid = Gid::next_local();
-    node.domain.announce(node.endpoint_info(
+    node.domain.announce(EndpointInfo::new(
+        node.name.clone(),
         &endpoint.name,
         EndpointKind::Service,
         endpoint.types.type_name,
@@ -198,7 +199,8 @@ pub(super) fn create_client(
 ) -> Result<Arc<dyn ClientPort>> {
     endpoint.qos.validate()?;
     let gid = Gid::next_local();
-    node.domain.announce(node.endpoint_info(
+    node.domain.announce(EndpointInfo::new(
+        node.name.clone(),
         &endpoint.name,
         EndpointKind::Client,
         endpoint.types.type_name,

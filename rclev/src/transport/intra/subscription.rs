@@ -15,7 +15,8 @@ use crate::base::sync::lock;
 use crate::qos::compat::QosRole;
 use crate::qos::{Durability, QoSProfile};
 use crate::transport::{
-    EndpointKind, EventHook, Gid, MessageInfo, Payload, ReadyHook, SubscriptionPort, TopicEndpoint,
+    EndpointInfo, EndpointKind, EventHook, Gid, MessageInfo, Payload, ReadyHook, SubscriptionPort,
+    TopicEndpoint,
 };
 
 struct IntraSubscription {
@@ -104,7 +105,8 @@ pub(super) fn create_subscription(
         endpoints.subscriptions.push(shared.clone());
     }
     fire(pending);
-    node.domain.announce(node.endpoint_info(
+    node.domain.announce(EndpointInfo::new(
+        node.name.clone(),
         &endpoint.name,
         EndpointKind::Subscription,
         endpoint.type_support.info.type_name,

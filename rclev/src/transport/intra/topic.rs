@@ -16,7 +16,7 @@ use crate::base::sync::lock;
 use crate::qos::compat::QosRole;
 use crate::qos::{Durability, QoSProfile};
 use crate::transport::{
-    EndpointKind, EventHook, Gid, Payload, PublisherPort, TopicEndpoint, TypeSupport,
+    EndpointInfo, EndpointKind, EventHook, Gid, Payload, PublisherPort, TopicEndpoint, TypeSupport,
 };
 
 /// The endpoints of one topic name, of whatever types.
@@ -197,7 +197,8 @@ pub(super) fn create_publisher(
         endpoints.publishers.push(shared.clone());
     }
     fire(pending);
-    node.domain.announce(node.endpoint_info(
+    node.domain.announce(EndpointInfo::new(
+        node.name.clone(),
         &endpoint.name,
         EndpointKind::Publisher,
         endpoint.type_support.info.type_name,

@@ -12,7 +12,7 @@ use rclev::transport::Payload;
 use rclev::QoSProfile;
 use rclev_dds::DdsTransport;
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 use crate::service_call::{DynamicClient, WAIT};
 use crate::topic::{absolute, cli_node, from_yaml, known_type, subscribe, to_yaml};
 

@@ -44,7 +44,7 @@ use std::time::Duration;
 use rclev_dds::isolation::Isolated;
 use serde::Serialize;
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 use crate::report::write_json;
 use procs::Proc;
 pub use roles::{role, RoleArgs};

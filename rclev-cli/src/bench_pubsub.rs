@@ -18,7 +18,7 @@ use rclev::interfaces::std_msgs::msg::Int64;
 use rclev::{Context, IntoPrimitiveOptions, QoSProfile, SpinOptions};
 use serde::Serialize;
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 use crate::report::{write_json, Window};
 
 #[derive(Serialize)]
@@ -77,7 +77,7 @@ fn rclev_variant(messages: u64, secs: f64) -> Result<Row> {
             let _ = publisher.publish(Int64 { data: i });
         }
     });
-    crate::report_spin(
+    crate::errors::report_spin(
         executor.spin(
             SpinOptions::default()
                 .until_promise_resolved(async move { done.notified().await })
@@ -112,7 +112,7 @@ fn rclev_variant(messages: u64, secs: f64) -> Result<Row> {
         });
         let w = worker.clone();
         let (tx, rx) = std::sync::mpsc::channel();
-        crate::report_spin(
+        crate::errors::report_spin(
             executor.spin(
                 SpinOptions::default()
                     .until_promise_resolved(async move {

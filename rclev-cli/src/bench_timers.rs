@@ -36,58 +36,17 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use rclev::{Context, ExecutorOptions, SpinOptions, TimerInfo};
-use serde::Serialize;
 
-use crate::anyhow_free::Result;
 use crate::clock;
-use crate::report::{write_json, ThreadStats, Window, WindowStats};
+use crate::errors::Result;
+use crate::report::{write_json, Window, WindowStats};
+
+mod plot;
+mod rows;
+
+pub use rows::{Row, TickPath, VARIANTS};
 
 const WARMUP: Duration = Duration::from_millis(300);
-
-#[derive(Serialize, Clone)]
-pub struct Row {
-    pub variant: &'static str,
-    /// The repetition, from 0; `None` on the median rows of `--repeat`.
-    pub rep: Option<usize>,
-    /// CPU hogs running beside the measurement.
-    pub load: usize,
-    /// With `--repeat`: the lowest and highest `percent` of the repetitions.
-    pub percent_range: Option<(f64, f64)>,
-    pub timers: usize,
-    pub target_hz: f64,
-    pub achieved_hz: f64,
-    pub percent: f64,
-    pub dropped: u64,
-    pub late_p50_us: f64,
-    pub late_p99_us: f64,
-    pub cpu_cores: f64,
-    pub steal_percent: f64,
-    pub window_secs: f64,
-    /// CPU, run-queue wait and context switches of the process's threads, by name.
-    pub threads: Vec<ThreadStats>,
-    /// rclev only: where the window's ticks went.
-    pub tick_path: Option<TickPath>,
-}
-
-/// rclev's tick path over the window, from `Executor::stats().timers`.
-#[derive(Serialize, Clone, Debug, Default)]
-pub struct TickPath {
-    pub handed_over: u64,
-    /// Dropped at hand-over: the worker had not taken the previous tick.
-    pub dropped_worker_busy: u64,
-    /// Skipped: the tick path (scheduler, or a worker pulling) came more than a period late.
-    pub dropped_late: u64,
-    /// Mean of how late the scheduler thread woke after its planned hand-off time (µs).
-    pub scheduler_overshoot_mean_us: f64,
-    /// Ticks the worker took after their deadline, and their mean lateness then (µs).
-    pub worker_late: u64,
-    pub worker_late_mean_us: f64,
-    /// Ticks the worker took early, and how long it then waited for the deadline (mean µs).
-    pub worker_early: u64,
-    pub worker_wait_mean_us: f64,
-    /// Of those waits, the ones spent in a kernel sleep.
-    pub worker_slept: u64,
-}
 
 impl TickPath {
     fn between(a: &rclev::TimerStats, b: &rclev::TimerStats) -> Self {
@@ -233,7 +192,7 @@ fn run_rclev(timers: usize, rate: f64, secs: f64, options: &ExecutorOptions) -> 
             let stats = w.finish();
             (stats, TickPath::between(&before, &executor.stats().timers))
         });
-        crate::report_spin(executor.spin(SpinOptions::default().timeout(rec.total_run())));
+        crate::errors::report_spin(executor.spin(SpinOptions::default().timeout(rec.total_run())));
         watch.join()
     })
     .map_err(|_| "window thread panicked")?;
@@ -517,14 +476,6 @@ fn median_rows(rows: &[Row]) -> Vec<Row> {
     out
 }
 
-pub const VARIANTS: [&str; 5] = [
-    "rclev",
-    "reference",
-    "per-task",
-    "tokio-interval",
-    "os-sleep",
-];
-
 pub fn run(opts: Options<'_>) -> Result {
     if opts.rates.is_empty() || opts.rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
         return Err("--rates must be positive numbers".into());
@@ -597,7 +548,7 @@ pub fn run(opts: Options<'_>) -> Result {
         write_json(path, &all)?;
     }
     if let Some(path) = opts.plot {
-        crate::plot::percent_vs_rate(path, &shown)?;
+        plot::percent_vs_rate(path, &shown)?;
     }
     Ok(())
 }

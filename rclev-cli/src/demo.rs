@@ -15,7 +15,7 @@ use rclev::{
     SpinOptions,
 };
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 
 pub fn talker_listener(secs: f64, rate: f64) -> Result {
     if !(secs.is_finite() && secs > 0.0 && rate.is_finite() && rate > 0.0) {
@@ -57,7 +57,9 @@ pub fn talker_listener(secs: f64, rate: f64) -> Result {
     let errors = executor.spin(SpinOptions::default());
     let _ = talker_thread.join();
     // Take what was published just before the halt.
-    crate::report_spin(executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(1))));
+    crate::errors::report_spin(
+        executor.spin(SpinOptions::spin_once().timeout(Duration::from_secs(1))),
+    );
     println!(
         "sent {}, received {}",
         sent.load(Ordering::Relaxed),
@@ -115,11 +117,11 @@ pub fn fibonacci(order: i32, step_ms: u64) -> Result {
     };
     let (tx, rx) = std::sync::mpsc::channel();
     // Ctrl-C shuts the executor down while it spins (ExecutorOptions::handle_sigint).
-    crate::report_spin(
-        executor.spin(SpinOptions::default().until_promise_resolved(async move {
+    crate::errors::report_spin(executor.spin(SpinOptions::default().until_promise_resolved(
+        async move {
             let _ = tx.send(done.await);
-        })),
-    );
+        },
+    )));
     match rx.try_recv() {
         Ok(outcome) => Ok(outcome?),
         Err(_) => Err("interrupted".into()),

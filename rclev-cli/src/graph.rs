@@ -33,7 +33,7 @@ use rclev::transport::{EndpointInfo, EndpointKind, GraphSnapshot, NodeName, Tran
 use rclev::{Durability, History, Liveliness, QoSProfile, Reliability};
 use rclev_dds::DdsTransport;
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 
 /// Fast DDS's participant announcement period (`leaseDuration_announcementperiod`), which
 /// rclev-dds leaves at Fast DDS's default as rmw_fastrtps does (an XML profile named by

@@ -17,7 +17,7 @@ use rclev_codegen::describe::{Description, IndividualDescription};
 use rclev_codegen::model::{BaseType, Message};
 use rclev_codegen::{Package, TypeName, TypeSet};
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 
 /// Packages every service or action refers to implicitly (event info, goal ids, stamps).
 const IMPLICIT: &[&str] = &[

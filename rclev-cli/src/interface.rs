@@ -4,9 +4,8 @@
 //! contracts — fields, constants, defaults, bounds — without the original comments, so none
 //! are printed (`ros2` prints the comments of the installed files).
 
-include!(concat!(env!("OUT_DIR"), "/interface_sources.rs"));
-
-use crate::anyhow_free::Result;
+use crate::bundled::SOURCES;
+use crate::errors::Result;
 
 const PRIMITIVES: &[&str] = &[
     "bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",

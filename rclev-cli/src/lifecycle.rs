@@ -17,7 +17,7 @@ use rclev::msg::ServiceType;
 use rclev::transport::{GraphSnapshot, NodeName, Transport};
 use rclev::{Context, Executor, Node, NodeOptions, SpinOptions};
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 use crate::graph::{absolute_node, WaitArgs};
 
 /// How long a command waits for a node's service, then for each answer of a query.
@@ -214,7 +214,7 @@ impl Session {
     }
 
     fn spin_until_done(&self, work: impl Future<Output = ()> + Send + 'static, limit: Duration) {
-        crate::report_spin(
+        crate::errors::report_spin(
             self.executor.spin(
                 SpinOptions::default()
                     .until_promise_resolved(work)

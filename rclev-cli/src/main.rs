@@ -15,8 +15,10 @@ mod action_goal;
 mod bench_dds;
 mod bench_pubsub;
 mod bench_timers;
+mod bundled;
 mod clock;
 mod demo;
+mod errors;
 #[cfg(feature = "dds")]
 mod graph;
 #[cfg(feature = "dds")]
@@ -28,7 +30,6 @@ mod interrupt;
 mod lifecycle;
 #[cfg(feature = "dds")]
 mod param;
-mod plot;
 mod report;
 #[cfg(feature = "dds")]
 mod service_call;
@@ -503,7 +504,7 @@ fn ends_on_ctrl_c(command: &Command) -> bool {
     )
 }
 
-fn run() -> anyhow_free::Result {
+fn run() -> errors::Result {
     let cli = Cli::parse();
     // First thing: a Ctrl-C during the DDS set-up must end the command cleanly too.
     #[cfg(feature = "dds")]
@@ -714,18 +715,5 @@ fn run() -> anyhow_free::Result {
                 verbose,
             })
         }
-    }
-}
-
-/// The CLI's error type: a message for the user.
-mod anyhow_free {
-    /// The CLI's result: any error prints as a message and exits 1.
-    pub type Result<T = ()> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
-}
-
-/// Prints the errors a spin raised: the CLI's own callbacks should raise none.
-pub fn report_spin(errors: Vec<rclev::Error>) {
-    for e in &errors {
-        eprintln!("rclev: error while spinning: {e}");
     }
 }

@@ -12,7 +12,7 @@ use rclev::{Context, Executor, Node, NodeOptions, ParameterValue, SpinOptions};
 use rclev_dds::DdsTransport;
 use yaml_rust2::{Yaml, YamlLoader};
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 
 /// How long a command waits for the node's services, then for each answer.
 const WAIT: Duration = Duration::from_secs(5);
@@ -64,7 +64,7 @@ fn call<S: ServiceType>(
 }
 
 fn spin_until_done(executor: &Executor, work: impl Future<Output = ()> + Send + 'static) {
-    crate::report_spin(
+    crate::errors::report_spin(
         executor.spin(
             SpinOptions::default()
                 .until_promise_resolved(work)

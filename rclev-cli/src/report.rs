@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 
 /// Writes rows as a JSON list.
 pub fn write_json<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result {

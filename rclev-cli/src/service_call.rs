@@ -10,7 +10,7 @@ use rclev::transport::{ClientPort, NodePort, Payload, ServiceEndpoint, ServiceTy
 use rclev::QoSProfile;
 use rclev_dds::DdsTransport;
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 use crate::topic::{
     absolute, cli_node, from_yaml, known_type, to_flow_yaml, to_yaml, type_support, Wake,
 };

@@ -13,7 +13,7 @@ use rclev::{
 };
 use serde::Serialize;
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 use crate::report::{write_json, Window};
 
 /// Sim time the clock starts at (seconds), so nothing depends on the rcl "0 until /clock" rule.
@@ -60,7 +60,7 @@ fn prime(executor: &Executor, node: &Node, driver: &Node) -> Result {
         if Instant::now() > deadline {
             return Err("the first /clock message was not received".into());
         }
-        crate::report_spin(
+        crate::errors::report_spin(
             executor.spin(SpinOptions::spin_once().timeout(Duration::from_millis(5))),
         );
     }
@@ -102,7 +102,7 @@ pub fn run_clock(scale: f64, rate: f64, secs: f64, pause_after: Option<f64>) -> 
         }
     );
     // Ctrl-C shuts the executor down while it spins (ExecutorOptions::handle_sigint).
-    crate::report_spin(
+    crate::errors::report_spin(
         executor.spin(SpinOptions::default().timeout(Duration::from_secs_f64(secs))),
     );
     Ok(())
@@ -162,7 +162,7 @@ fn run_case(name: &str, scale: f64, secs: f64, clock_hz: f64) -> Result<[Row; 2]
         clock_hz,
         pause,
     )?;
-    crate::report_spin(
+    crate::errors::report_spin(
         executor.spin(SpinOptions::default().timeout(Duration::from_secs_f64(secs))),
     );
     drop(clock_timer);
@@ -170,7 +170,9 @@ fn run_case(name: &str, scale: f64, secs: f64, clock_hz: f64) -> Result<[Row; 2]
     let steal_percent = window.finish().steal_percent;
     let wall_secs = wall_start.elapsed().as_secs_f64();
     // Let the ticks the last /clock released run.
-    crate::report_spin(executor.spin(SpinOptions::default().timeout(Duration::from_millis(50))));
+    crate::errors::report_spin(
+        executor.spin(SpinOptions::default().timeout(Duration::from_millis(50))),
+    );
     sim_timer.cancel();
     let sim_end = node.get_clock().now().nanos;
     let period = SIM_PERIOD.as_nanos() as i64;

@@ -19,7 +19,7 @@ use rclev::transport::{
 use rclev::{Error, QoSProfile};
 use rclev_dds::DdsTransport;
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 use crate::type_names::{Kind, Sources};
 
 /// The type `pkg/msg/Name` among those rclev ships, or else installed (`AMENT_PREFIX_PATH`).

@@ -9,7 +9,7 @@ use rclev::transport::Payload;
 use rclev::QoSProfile;
 use rclev_dds::DdsTransport;
 
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 use crate::topic::{absolute, cli_node, discover_type, known_type, subscribe, NoType};
 
 /// What is measured.

@@ -210,7 +210,7 @@ fn installed_shares() -> Option<Vec<PathBuf>> {
 }
 
 fn is_bundled(full: &str) -> bool {
-    crate::interface::SOURCES.iter().any(|(n, _)| *n == full)
+    crate::bundled::SOURCES.iter().any(|(n, _)| *n == full)
 }
 
 /// Whether interface `pkg/kind/Name` exists among `sources`: a direct look at its file, no
@@ -239,7 +239,7 @@ fn exists(full: &str, sources: Sources) -> bool {
 /// Every interface name known among `sources` (`pkg/kind/Name`), for suggestions: a scan of
 /// the installed `share/` directories, done only once a name was not found.
 fn all_names(sources: Sources) -> BTreeSet<String> {
-    let mut out: BTreeSet<String> = crate::interface::SOURCES
+    let mut out: BTreeSet<String> = crate::bundled::SOURCES
         .iter()
         .map(|(n, _)| n.to_string())
         .collect();

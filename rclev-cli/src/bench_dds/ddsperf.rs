@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use super::procs::Proc;
 use super::{median, steal_percent, RoundTrip, Throughput, START_LIMIT};
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 
 /// Cyclone's configuration: `lo` only, unicast discovery of the other processes on it.
 const CONFIG: &str = "<CycloneDDS><Domain id=\"any\"><General><Interfaces>\

@@ -7,7 +7,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::roles::{Mark, MARK, QUIT};
-use crate::anyhow_free::Result;
+use crate::errors::Result;
 
 /// How long a role process may take to answer a mark or to exit after `quit`.
 const ANSWER_LIMIT: Duration = Duration::from_secs(10);

@@ -22,8 +22,8 @@ use rclev::msg::Message;
 use rclev::{Delivery, ExecutorOptions, IntoPrimitiveOptions, QoSProfile, SpinOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::anyhow_free::Result;
 use crate::clock::{monotonic_ns, set_timer_slack_1ns, sleep_until_ns};
+use crate::errors::Result;
 
 /// A role's first line: it is matched and (senders) sending.
 pub const READY: &str = "ready";
@@ -314,7 +314,7 @@ fn serve(stats: &Arc<Stats>, executor: Option<&rclev::Executor>) -> Result {
         result
     });
     match executor {
-        Some(executor) => crate::report_spin(executor.spin(
+        Some(executor) => crate::errors::report_spin(executor.spin(
             SpinOptions::default().until_promise_resolved(async move {
                 let _ = quitted.await;
             }),

@@ -14,7 +14,8 @@
 //! the path that is a file (`a/b.rs`) or a folder's `mod.rs`. A `mod.rs` declaring and
 //! re-exporting its own submodules by their bare names (`mod x; pub use x::Y;`) is the folder's
 //! structure, not an import. Paths through `crate::Item` resolve through the crate root's
-//! `pub use` lines to the file defining the item.
+//! (`lib.rs`, else `main.rs`) `pub use` lines to the file defining the item; a path into an
+//! inline module of the root names the root.
 
 #![warn(missing_docs)]
 
@@ -104,16 +105,45 @@ pub fn check(layers: &Layers<'_>) -> Report {
     let mut files = Vec::new();
     collect(src, src, layers.skip, &mut files);
     files.sort();
-    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap_or_default();
+    // The crate root: a library's lib.rs, else a binary's main.rs.
+    let root = if src.join("lib.rs").is_file() {
+        "lib.rs"
+    } else {
+        "main.rs"
+    };
+    let lib = std::fs::read_to_string(src.join(root)).unwrap_or_default();
     let mut report = Report::default();
     for (prefix, _) in layers.layers {
         if !prefix.ends_with('/') && prefix.contains('/') {
             report.split_folders.push(prefix.to_string());
         }
     }
-    for file in &files {
-        let text = std::fs::read_to_string(src.join(file)).expect("readable source");
-        let found = imports(src, &lib, file, &strip(&text));
+    let texts: Vec<(String, String)> = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(src.join(f)).expect("readable source");
+            (f.clone(), strip(&text))
+        })
+        .collect();
+    // `#[macro_export]` macros are named at the crate root but defined in their file.
+    let mut crate_root = Root {
+        src,
+        file: root,
+        text: &lib,
+        macros: BTreeMap::new(),
+    };
+    for (file, text) in &texts {
+        for part in text.split("macro_rules!").skip(1) {
+            let name: String = part
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            crate_root.macros.insert(name, file.clone());
+        }
+    }
+    for (file, text) in &texts {
+        let found = imports(&crate_root, file, text);
         report.imports.insert(file.clone(), found);
     }
     for (file, targets) in &report.imports {
@@ -218,10 +248,25 @@ fn file_of(src: &Path, module: &[String]) -> Option<String> {
     None
 }
 
-/// The file defining a root item (`crate::Handle`): a `pub use` of lib.rs naming it, or lib.rs
-/// itself (its macros and items).
-fn root_item(src: &Path, lib: &str, name: &str) -> Option<String> {
-    for statement in lib.split(';') {
+/// The crate root as imports see it.
+struct Root<'a> {
+    src: &'a Path,
+    /// `lib.rs` or `main.rs`.
+    file: &'a str,
+    /// Its text, without comments.
+    text: &'a str,
+    /// Exported macros by name, with the file defining each.
+    macros: BTreeMap<String, String>,
+}
+
+/// The file defining a root item (`crate::Handle`): a `pub use` of the crate root naming it,
+/// the file defining it if it is a macro, or the root itself (its own items).
+fn root_item(root: &Root<'_>, name: &str) -> Option<String> {
+    if let Some(file) = root.macros.get(name) {
+        return Some(file.clone());
+    }
+    let src = root.src;
+    for statement in root.text.split(';') {
         let Some(at) = statement.find("pub use ") else {
             continue;
         };
@@ -236,7 +281,7 @@ fn root_item(src: &Path, lib: &str, name: &str) -> Option<String> {
             }
         }
     }
-    Some("lib.rs".into())
+    Some(root.file.into())
 }
 
 /// The paths of a use tree (`a::{b::C, d::{E, F}}` → `a::b::C`, `a::d::E`, `a::d::F`), up
@@ -312,14 +357,15 @@ fn path_text(text: &str, at: usize) -> &str {
 }
 
 /// The files `file` imports.
-fn imports(src: &Path, lib: &str, file: &str, text: &str) -> BTreeSet<String> {
+fn imports(root: &Root<'_>, file: &str, text: &str) -> BTreeSet<String> {
+    let src = root.src;
     let mut own: Vec<String> = file
         .trim_end_matches(".rs")
         .split('/')
         .map(String::from)
         .collect();
     // The module's own path: `a/mod.rs` and `a.rs` are module `a`; lib.rs is the root.
-    if own.last().map(String::as_str) == Some("mod") || file == "lib.rs" {
+    if own.last().map(String::as_str) == Some("mod") || file == root.file {
         own.pop();
     }
     let bytes = text.as_bytes();
@@ -362,9 +408,18 @@ fn imports(src: &Path, lib: &str, file: &str, text: &str) -> BTreeSet<String> {
                     }
                 }
                 let target = if module.is_empty() {
-                    item.and_then(|i| root_item(src, lib, &i))
+                    item.and_then(|i| root_item(root, &i))
                 } else {
-                    file_of(src, &module)
+                    // A path that names no file is a macro (`crate::log_warn!`) or in an inline
+                    // module of the crate root.
+                    file_of(src, &module).or_else(|| {
+                        Some(
+                            root.macros
+                                .get(&module[0])
+                                .cloned()
+                                .unwrap_or_else(|| root.file.to_string()),
+                        )
+                    })
                 };
                 if let Some(t) = target {
                     if t != file {

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::anyhow_free::Result;
-use crate::bench_timers::{Row, VARIANTS};
+use super::rows::{Row, VARIANTS};
+use crate::errors::Result;
 
 /// Fonts tried for the chart's text, from Debian's `fonts-dejavu-core` and common places.
 const FONT_PATHS: [&str; 3] = [

@@ -1,0 +1,48 @@
+//! The CLI's layering, checked as the library's is: every file (and the `bench_dds/` and
+//! `bench_timers/` folders, one layer each) imports only from its own layer or the ones
+//! before it, and no files import each other around a loop. The rules: `tools/layers`.
+//!
+//! | layer | modules |
+//! | --- | --- |
+//! | 0 | leaves: `errors`, `clock`, `report`, `interrupt`, `bundled` (the vendored definitions), `graph`, `installed_types`, `demo` |
+//! | 1 | `type_names`, `lifecycle`, `param`, the benchmarks (`bench_timers`, `bench_pubsub`, `bench_dds`, `simtime`) |
+//! | 2 | `interface`, `topic` |
+//! | 3 | `service_call`, `topic_stats` |
+//! | 4 | `action_goal` |
+//! | 5 | `main.rs` |
+
+const LAYERS: &[(&str, u8)] = &[
+    ("errors.rs", 0),
+    ("clock.rs", 0),
+    ("report.rs", 0),
+    ("interrupt.rs", 0),
+    ("bundled.rs", 0),
+    ("graph.rs", 0),
+    ("installed_types.rs", 0),
+    ("demo.rs", 0),
+    ("type_names.rs", 1),
+    ("lifecycle.rs", 1),
+    ("param.rs", 1),
+    ("bench_timers.rs", 1),
+    ("bench_timers/", 1),
+    ("bench_pubsub.rs", 1),
+    ("bench_dds.rs", 1),
+    ("bench_dds/", 1),
+    ("simtime.rs", 1),
+    ("interface.rs", 2),
+    ("topic.rs", 2),
+    ("service_call.rs", 3),
+    ("topic_stats.rs", 3),
+    ("action_goal.rs", 4),
+    ("main.rs", 5),
+];
+
+#[test]
+fn modules_import_only_downward_and_never_around_a_loop() {
+    let report = rclev_layers::check(&rclev_layers::Layers {
+        src: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        layers: LAYERS,
+        skip: &[],
+    });
+    report.assert_clean();
+}

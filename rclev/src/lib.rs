@@ -63,7 +63,7 @@ pub use clock::{Clock, ClockChange, ClockType, JumpHandle, JumpThreshold, Rate, 
 pub use executor::context::Context;
 pub use executor::{
     ErrorHandler, Executor, ExecutorCommands, ExecutorOptions, ExecutorStats, RuntimeChoice,
-    SpinOptions,
+    SpinOptions, VirtualTimeExecutor,
 };
 pub use logging::{LogCapture, LogLevel, LogRecord, LogSeverity, Logger};
 pub use names::expand_topic_name;

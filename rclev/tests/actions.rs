@@ -18,7 +18,7 @@ use rclev::interfaces::rosgraph_msgs::msg::Clock as ClockMsg;
 use rclev::{
     ActionServer, ActionServerOptions, CancelResponse, ClockType, Context, Error, Executor,
     GoalEnd, GoalResponse, GoalState, IntoPrimitiveOptions, Node, NodeOptions, QoSProfile,
-    ServerGoalHandle, SpinOptions,
+    ServerGoalHandle, SpinOptions, VirtualTimeExecutor,
 };
 
 /// A Fibonacci server: rejects negative orders, accepts cancels, publishes the sequence as
@@ -372,30 +372,58 @@ fn wait_until(executor: &Executor, mut cond: impl FnMut() -> bool, what: &str) {
 
 #[test]
 fn results_expire_after_the_timeout_on_the_steady_clock() {
-    let (executor, server, _client_node, client) = fib_pair(
-        Duration::ZERO,
-        ActionServerOptions {
-            result_timeout: Duration::from_millis(1000),
-            clock: ClockType::SteadyTime,
-        },
+    // On virtual time: the expiry is checked to the nanosecond, and the test waits no real
+    // second. The goal takes 2 s (two steps of 1 s on the node's clock).
+    let test = VirtualTimeExecutor::new().unwrap();
+    let server_node = test.create_node("fib_server").unwrap();
+    let client_node = test.create_node("fib_client").unwrap();
+    let clock = server_node.get_clock();
+    let server = server_node
+        .create_action_server::<Fibonacci, _, _, _, _>(
+            "fibonacci",
+            ActionServerOptions {
+                result_timeout: Duration::from_secs(5),
+                clock: ClockType::SteadyTime,
+            },
+            |_id, _goal: &FibonacciGoal| GoalResponse::AcceptAndExecute,
+            |_h: &ServerGoalHandle<Fibonacci>| CancelResponse::Accept,
+            move |handle: ServerGoalHandle<Fibonacci>| {
+                let clock = clock.clone();
+                async move {
+                    for _ in 0..2 {
+                        clock.sleep_for(Duration::from_secs(1)).await;
+                    }
+                    GoalEnd::Succeeded(FibonacciResult {
+                        sequence: fib(handle.goal().order as usize),
+                    })
+                }
+            },
+        )
+        .unwrap();
+    let client = client_node
+        .create_action_client::<Fibonacci>("fibonacci")
+        .unwrap();
+    let (state, result) = test
+        .run_until(async move {
+            let h = client.send_goal(FibonacciGoal { order: 3 }).await.unwrap();
+            h.result().await.unwrap()
+        })
+        .unwrap();
+    assert_eq!((state, result.sequence), (GoalState::Succeeded, fib(3)));
+    assert_eq!(test.elapsed(), Duration::from_secs(2), "finished at 2 s");
+    // Kept for the whole timeout after finishing, and not a nanosecond longer.
+    assert!(test
+        .advance(Duration::from_secs(5) - Duration::from_nanos(1))
+        .is_empty());
+    assert_eq!(
+        server.goal_states().len(),
+        1,
+        "result kept until the timeout"
     );
-    // The goal cannot finish before it is sent, so its result must outlive this by the timeout.
-    // (Not the moment the client has the result: the server finished, and started the expiry,
-    // a little earlier.)
-    let sent_at = Instant::now();
-    spin_until(&executor, async move {
-        let h = client.send_goal(FibonacciGoal { order: 3 }).await.unwrap();
-        h.result().await.unwrap();
-    });
-    assert_eq!(server.goal_states().len(), 1, "result kept after finishing");
-    wait_until(
-        &executor,
-        || server.goal_states().is_empty(),
-        "result expiry",
-    );
+    assert!(test.advance(Duration::from_nanos(1)).is_empty());
     assert!(
-        sent_at.elapsed() >= Duration::from_millis(1000),
-        "expired early"
+        server.goal_states().is_empty(),
+        "result expired at the timeout"
     );
 }
 

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{count_to, spin_until, spin_until_state};
-use rclev::{ClockType, Context, Error, IntoTimerOptions, SpinOptions, TimerInfo};
+use rclev::{
+    ClockType, Context, Error, IntoTimerOptions, SpinOptions, TimerInfo, VirtualTimeExecutor,
+};
 use tokio::sync::Semaphore;
 
 /// A timer on `node` that counts its calls.
@@ -805,4 +807,98 @@ fn a_paced_timer_changes_mode_and_goes_inert_in_step() {
         .filter(char::is_ascii_lowercase)
         .collect();
     assert!(calls.windows(2).all(|w| w[0] <= w[1]), "{calls:?}");
+}
+
+// On virtual time (`VirtualTimeExecutor`): the timers' semantics checked exactly, to the
+// nanosecond, where the tests above can only bound them on real time.
+
+#[test]
+fn timers_fire_exactly_on_their_grid_in_deadline_order() {
+    let test = VirtualTimeExecutor::new().unwrap();
+    let node = test.create_node("timers").unwrap();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let start = test.now().nanos;
+    let mut timers = Vec::new();
+    for (name, period_ms, clock) in [
+        ("steady 300 ms", 300, ClockType::SteadyTime),
+        ("ros 500 ms", 500, ClockType::RosTime),
+        ("system 700 ms", 700, ClockType::SystemTime),
+    ] {
+        let c = calls.clone();
+        let options = rclev::TimerOptions {
+            clock,
+            ..rclev::TimerOptions::new(Duration::from_millis(period_ms))
+        };
+        timers.push(
+            node.create_timer_repeating(options, move |info: TimerInfo| {
+                // Exactly on time: the deadline is the time the callback starts at.
+                assert_eq!(info.expected_call_time, info.actual_call_time);
+                assert_eq!(info.missed_ticks, 0);
+                let ms = (info.expected_call_time.nanos - start) / 1_000_000;
+                c.lock().unwrap().push((ms, name));
+            })
+            .unwrap(),
+        );
+    }
+    let once = calls.clone();
+    let _oneshot = node
+        .create_timer_oneshot(Duration::from_millis(1000), move |info: TimerInfo| {
+            let ms = (info.expected_call_time.nanos - start) / 1_000_000;
+            once.lock().unwrap().push((ms, "one-shot"));
+        })
+        .unwrap();
+    assert!(test.advance(Duration::from_millis(1500)).is_empty());
+    let calls = calls.lock().unwrap();
+    let expected = [
+        (300, "steady 300 ms"),
+        (500, "ros 500 ms"),
+        (600, "steady 300 ms"),
+        (700, "system 700 ms"),
+        (900, "steady 300 ms"),
+        (1000, "ros 500 ms"),
+        (1000, "one-shot"),
+        (1200, "steady 300 ms"),
+        (1400, "system 700 ms"),
+        (1500, "steady 300 ms"),
+        (1500, "ros 500 ms"),
+    ];
+    // In deadline order; timers due at the same instant may run in either order.
+    assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0), "{calls:?}");
+    let mut got = calls.clone();
+    got.sort();
+    let mut want = expected.to_vec();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn reset_cancel_and_oneshot_follow_virtual_time() {
+    let test = VirtualTimeExecutor::new().unwrap();
+    let node = test.create_node("modes").unwrap();
+    let fired = Arc::new(AtomicU64::new(0));
+    let f = fired.clone();
+    let timer = node
+        .create_timer_repeating(Duration::from_secs(10), move || {
+            f.fetch_add(1, Ordering::Relaxed);
+        })
+        .unwrap();
+    assert!(test.advance(Duration::from_secs(9)).is_empty());
+    assert_eq!(timer.time_until_next_call(), Some(Duration::from_secs(1)));
+    // A reset at 9 s restarts the period: the next call is at 19 s, not 10 s.
+    timer.reset();
+    assert!(test.advance(Duration::from_secs(9)).is_empty());
+    assert_eq!(fired.load(Ordering::Relaxed), 0);
+    assert!(test.advance(Duration::from_secs(1)).is_empty());
+    assert_eq!(fired.load(Ordering::Relaxed), 1);
+    timer.cancel();
+    assert!(test.advance(Duration::from_secs(3600)).is_empty());
+    assert_eq!(fired.load(Ordering::Relaxed), 1);
+    let f = fired.clone();
+    timer.set_oneshot(move || {
+        f.fetch_add(100, Ordering::Relaxed);
+    });
+    timer.reset();
+    assert!(test.advance(Duration::from_secs(100)).is_empty());
+    assert_eq!(fired.load(Ordering::Relaxed), 101, "a one-shot fires once");
+    assert_eq!(test.elapsed(), Duration::from_secs(3719));
 }

@@ -13,7 +13,9 @@ use rclev::interfaces::std_msgs::msg::{Int64, String as StringMsg};
 use rclev::msg::{CdrError, CdrReader, CdrWriter, Message};
 use rclev::qos::{MatchedStatus, QosEvent, QosEventKind, QosPolicyKind};
 use rclev::transport::EndpointKind;
-use rclev::{Context, Error, IntoPrimitiveOptions, QoSProfile, Reliability, SpinOptions};
+use rclev::{
+    Context, Error, IntoPrimitiveOptions, QoSProfile, Reliability, SpinOptions, VirtualTimeExecutor,
+};
 
 /// `std_msgs/msg/Int64` as another crate might generate it: same interface, another Rust type.
 #[derive(Debug, Clone, PartialEq)]
@@ -376,48 +378,42 @@ fn a_malformed_message_is_counted_and_reported_not_delivered() {
 
 #[test]
 fn wait_for_service_is_woken_by_the_graph_and_calls_time_out() {
-    let executor = Context::default().create_basic_executor();
-    let node = executor.create_node("n").unwrap();
+    // On virtual time, so each timeout is checked to the nanosecond on any host.
+    let test = VirtualTimeExecutor::new().unwrap();
+    let node = test.create_node("n").unwrap();
     let client = node.create_client::<AddTwoInts>("add").unwrap();
     let n = node.clone();
-    let outcome = Arc::new(Mutex::new(None));
-    let o = outcome.clone();
-    let _ = executor.spin(
-        SpinOptions::default()
-            .until_promise_resolved(async move {
-                let none_yet = client
-                    .wait_for_service(Some(Duration::from_millis(20)))
-                    .await;
-                assert!(
-                    matches!(none_yet, Err(Error::Timeout { .. })),
-                    "{none_yet:?}"
-                );
-                // A server appears while the client waits.
-                let waiting = client.wait_for_service(Some(Duration::from_secs(10)));
-                let appear = async {
-                    tokio::task::yield_now().await;
-                    n.create_async_service::<AddTwoInts, _, _>("add", |_| async {
-                        // Never answers, like a server that vanished mid-call.
-                        std::future::pending::<AddTwoInts_Response>().await
-                    })
-                    .unwrap()
-                };
-                let (waited, service) = tokio::join!(waiting, appear);
-                waited.unwrap();
-                let call = client
-                    .call_with_timeout(Default::default(), Duration::from_millis(50))
-                    .await;
-                *o.lock().unwrap() = Some(call);
-                drop(service);
-            })
-            .timeout(Duration::from_secs(20)),
+    let (none_yet, call) = test
+        .run_until(async move {
+            let none_yet = client
+                .wait_for_service(Some(Duration::from_millis(20)))
+                .await;
+            // A server appears while the client waits: the graph wakes the wait at once.
+            let waiting = client.wait_for_service(Some(Duration::from_secs(10)));
+            let appear = async {
+                tokio::task::yield_now().await;
+                n.create_async_service::<AddTwoInts, _, _>("add", |_| async {
+                    // Never answers, like a server that vanished mid-call.
+                    std::future::pending::<AddTwoInts_Response>().await
+                })
+                .unwrap()
+            };
+            let (waited, service) = tokio::join!(waiting, appear);
+            waited.unwrap();
+            let call = client
+                .call_with_timeout(Default::default(), Duration::from_millis(50))
+                .await;
+            drop(service);
+            (none_yet, call)
+        })
+        .unwrap();
+    assert!(
+        matches!(none_yet, Err(Error::Timeout { .. })),
+        "{none_yet:?}"
     );
-    let call = outcome
-        .lock()
-        .unwrap()
-        .take()
-        .expect("the promise ran to its end");
     assert!(matches!(call, Err(Error::Timeout { .. })), "{call:?}");
+    // 20 ms for the first wait, none for the second (woken by the graph), 50 ms for the call.
+    assert_eq!(test.elapsed(), Duration::from_millis(70));
 }
 
 #[test]

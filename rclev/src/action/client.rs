@@ -47,6 +47,8 @@ struct ClientInner<A: ActionType> {
     goals: Mutex<HashMap<GoalUuid, ClientGoal<A>>>,
     /// Ends the client's futures and feedback streams when the executor shuts down.
     life: Arc<Lifeline>,
+    /// The node's steady clock, which `wait_for_server`'s timeout runs on.
+    steady: crate::clock::Clock,
     /// Bumped by the transport on every graph change.
     graph: watch::Receiver<u64>,
     /// Where malformed messages are reported.
@@ -128,6 +130,7 @@ pub(crate) fn create_action_client<A: ActionType>(
             result_responses: Mutex::default(),
             goals: Mutex::default(),
             life: core.exec.life().clone(),
+            steady: core.node.clock_of(crate::clock::ClockType::SteadyTime),
             graph: core.exec.context().transport().graph_changes(),
             host: core.exec.host().clone(),
         }))
@@ -186,7 +189,15 @@ impl<A: ActionType> ActionClientState<A> {
         let inner = &self.inner;
         let what = || format!("waiting for action server {:?}", inner.name);
         let ready = || self.server_is_available();
-        wait_on_graph(inner.graph.clone(), &inner.life, what, timeout, ready).await
+        wait_on_graph(
+            inner.graph.clone(),
+            &inner.life,
+            &inner.steady,
+            what,
+            timeout,
+            ready,
+        )
+        .await
     }
 
     /// Sends a goal. Resolves to a handle when the server accepts it, to

@@ -56,6 +56,14 @@ pub enum Error {
         /// The timeout.
         after: std::time::Duration,
     },
+    /// A [`VirtualTimeExecutor`](crate::VirtualTimeExecutor) was asked to run until a future
+    /// resolves, but every worker is idle and nothing is scheduled on its timeline (no timer,
+    /// no sleep): the future would wait forever.
+    #[error("virtual time stalled after {elapsed:?}: the awaited future is pending, every worker is idle and no timer or sleep is scheduled")]
+    VirtualTimeStalled {
+        /// Virtual time elapsed since the executor was created.
+        elapsed: std::time::Duration,
+    },
     /// The transport failed (a wire transport's engine refused an operation, a payload held
     /// another type than its endpoint's).
     #[error("transport: {0}")]

@@ -83,6 +83,9 @@ enum ClockKind {
     Steady,
     System,
     Ros(Arc<RosTimeSource>),
+    /// A clock of a virtual-time executor (`VirtualTimeExecutor`): whatever its type, it
+    /// reads the executor's virtual time, and its timers and sleeps follow it.
+    Virtual(Arc<RosTimeSource>, ClockType),
 }
 
 impl PartialEq for Clock {
@@ -90,6 +93,7 @@ impl PartialEq for Clock {
         match (&self.kind, &other.kind) {
             (ClockKind::Steady, ClockKind::Steady) | (ClockKind::System, ClockKind::System) => true,
             (ClockKind::Ros(a), ClockKind::Ros(b)) => Arc::ptr_eq(a, b),
+            (ClockKind::Virtual(a, t), ClockKind::Virtual(b, u)) => Arc::ptr_eq(a, b) && t == u,
             _ => false,
         }
     }
@@ -139,9 +143,30 @@ impl Clock {
         }
     }
 
+    /// A clock of `clock_type` on a virtual timeline (`source`, simulated from the start).
+    pub(crate) fn virtual_of(
+        source: Arc<RosTimeSource>,
+        clock_type: ClockType,
+        life: Arc<Lifeline>,
+    ) -> Self {
+        Self {
+            kind: ClockKind::Virtual(source, clock_type),
+            life: Some(life),
+        }
+    }
+
+    /// The time source of a ROS-time or virtual clock.
     pub(crate) fn source(&self) -> Option<&Arc<RosTimeSource>> {
         match &self.kind {
-            ClockKind::Ros(s) => Some(s),
+            ClockKind::Ros(s) | ClockKind::Virtual(s, _) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The virtual timeline this clock reads, if it is a virtual-time executor's.
+    pub(crate) fn virtual_source(&self) -> Option<&Arc<RosTimeSource>> {
+        match &self.kind {
+            ClockKind::Virtual(s, _) => Some(s),
             _ => None,
         }
     }
@@ -156,12 +181,16 @@ impl Clock {
             ClockKind::Steady => ClockType::SteadyTime,
             ClockKind::System => ClockType::SystemTime,
             ClockKind::Ros(_) => ClockType::RosTime,
+            ClockKind::Virtual(_, clock_type) => clock_type,
         }
     }
 
     /// Whether this is a ROS-time clock currently following `/clock`.
     pub fn is_sim_time_active(&self) -> bool {
-        self.source().is_some_and(|s| s.is_sim_active())
+        match &self.kind {
+            ClockKind::Ros(s) => s.is_sim_active(),
+            _ => false,
+        }
     }
 
     /// The current time.
@@ -169,7 +198,7 @@ impl Clock {
         let nanos = match &self.kind {
             ClockKind::Steady => steady_nanos(),
             ClockKind::System => system_nanos(),
-            ClockKind::Ros(source) => source.now_nanos(),
+            ClockKind::Ros(source) | ClockKind::Virtual(source, _) => source.now_nanos(),
         };
         Time {
             nanos,
@@ -215,7 +244,7 @@ impl Clock {
         post: impl FnMut(&TimeJump) + Send + 'static,
     ) -> Result<JumpHandle, Error> {
         match &self.kind {
-            ClockKind::Ros(source) => {
+            ClockKind::Ros(source) | ClockKind::Virtual(source, ClockType::RosTime) => {
                 Ok(source.add_jump_callback(threshold, Box::new(pre), Box::new(post)))
             }
             _ => Err(Error::InvalidClock("jump callbacks need a ROS-time clock")),

@@ -11,6 +11,30 @@ use std::time::Duration;
 use super::{Clock, ClockType, RosTimeSource, Time};
 
 impl Clock {
+    /// `future`'s output, or `None` once `after` has passed on this clock (a steady clock for
+    /// timeouts: under a [`VirtualTimeExecutor`](crate::VirtualTimeExecutor) it is virtual).
+    /// A sleep cut short (the executor shut down) does not end the wait: callers bound it by
+    /// the executor's life themselves. Needs a Tokio runtime for steady and system time.
+    pub(crate) async fn timeout<F: Future>(&self, after: Duration, future: F) -> Option<F::Output> {
+        let deadline = Time {
+            nanos: self
+                .now()
+                .nanos
+                .saturating_add(super::saturating_nanos(after)),
+            clock_type: self.clock_type(),
+        };
+        let expired = async {
+            if !self.sleep_until(deadline).await {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            biased;
+            output = future => Some(output),
+            _ = expired => None,
+        }
+    }
+
     /// Sleeps until the clock reads `until`. Returns `true` when that time was reached, `false`
     /// if the sleep was cut short (executor shutdown, or simulation time switched on/off).
     /// Needs a Tokio runtime (any flavor) for steady and system time.

@@ -197,6 +197,8 @@ pub(crate) trait SimTimeSink: Send + Sync {
     fn sim_jumped_back(&self, lane: u64, nanos: i64);
     /// `/clock` reached `nanos` on `lane`: hand over what is due.
     fn sim_advance(&self, lane: u64, nanos: i64);
+    /// The earliest deadline of a timer on `lane`, if any is armed.
+    fn sim_next_deadline(&self, lane: u64) -> Option<i64>;
 }
 
 pub(crate) struct RosTimeSource {
@@ -442,6 +444,30 @@ impl RosTimeSource {
         });
         inner.sleepers.insert(key, waker.clone());
         Some(key)
+    }
+
+    /// A timeline that is simulated from the start, at `start` ns: a virtual-time executor's
+    /// (`executor/virtual_time.rs`), which alone moves it.
+    pub(crate) fn new_virtual(sched: Weak<dyn SimTimeSink>, start: i64) -> Self {
+        let source = Self::new(Some(sched));
+        source.sim_now.store(start, Ordering::Release);
+        source.sim_active.store(true, Ordering::Release);
+        source
+    }
+
+    /// The earliest time anything waits for on this timeline: a timer's deadline on its lane
+    /// or a sleeper's end.
+    pub(crate) fn next_deadline(&self) -> Option<i64> {
+        let sleeper = model_lock(&self.inner)
+            .sleepers
+            .keys()
+            .next()
+            .map(|(until, _)| *until);
+        let timer = self.sim_sink().and_then(|s| s.sim_next_deadline(self.lane));
+        match (sleeper, timer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub(crate) fn remove_sleeper(&self, key: (i64, u64)) {

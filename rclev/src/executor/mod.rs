@@ -19,6 +19,7 @@ mod sigint;
 #[cfg(all(test, rclev_loom))]
 mod loom_tests;
 mod shared;
+mod virtual_time;
 
 pub(crate) use shared::ExecutorShared;
 
@@ -55,6 +56,7 @@ pub enum RuntimeChoice {
 }
 
 pub use crate::runtime::core::ErrorHandler;
+pub use virtual_time::VirtualTimeExecutor;
 
 /// How an executor is built.
 #[derive(Clone)]

@@ -36,6 +36,9 @@ pub(crate) struct ExecutorShared {
     pub(super) life: Arc<crate::clock::Lifeline>,
     pub(super) shutdown_notify: Notify,
     pub(super) halt_notify: Notify,
+    /// The virtual timeline every clock of this executor's nodes reads, for a
+    /// [`VirtualTimeExecutor`](super::VirtualTimeExecutor) (set before any node exists).
+    pub(super) virtual_time: std::sync::OnceLock<Arc<crate::clock::RosTimeSource>>,
 }
 
 impl ExecutorShared {
@@ -65,6 +68,7 @@ impl ExecutorShared {
             life: Arc::default(),
             shutdown_notify: Notify::new(),
             halt_notify: Notify::new(),
+            virtual_time: std::sync::OnceLock::new(),
         }
     }
 
@@ -101,6 +105,11 @@ impl ExecutorShared {
         ));
         shared.host.gate.open();
         shared
+    }
+
+    /// The virtual timeline of a virtual-time executor.
+    pub(crate) fn virtual_time(&self) -> Option<&Arc<crate::clock::RosTimeSource>> {
+        self.virtual_time.get()
     }
 
     pub(crate) fn is_shut_down(&self) -> bool {

@@ -6,7 +6,7 @@ use tokio::sync::watch;
 
 use super::NodeState;
 use crate::base::error::{Error, Result};
-use crate::clock::Lifeline;
+use crate::clock::{Clock, Lifeline};
 use crate::qos::QosEventKind;
 use crate::transport::{EndpointInfo, EndpointKind, GraphSnapshot, NodeName};
 
@@ -89,10 +89,12 @@ impl NodeState {
 /// Waits until `ready()` holds, re-checking it on every graph change (no polling), at most
 /// `timeout` ([`Error::Timeout`] about `what` then; `None`: no limit), and with
 /// [`Error::Shutdown`] once `life` ends. What `wait_for_service` and `wait_for_server` are
-/// made of. Needs a Tokio runtime when a timeout is given.
+/// made of. The timeout runs on `clock` (the node's steady clock: virtual under a
+/// `VirtualTimeExecutor`). Needs a Tokio runtime when a timeout is given.
 pub(crate) async fn wait_on_graph(
     mut changes: watch::Receiver<u64>,
     life: &Lifeline,
+    clock: &Clock,
     what: impl FnOnce() -> String,
     timeout: Option<Duration>,
     ready: impl Fn() -> bool,
@@ -110,7 +112,7 @@ pub(crate) async fn wait_on_graph(
     let bounded = async {
         match timeout {
             None => wait.await,
-            Some(after) => tokio::time::timeout(after, wait).await.unwrap_or_else(|_| {
+            Some(after) => clock.timeout(after, wait).await.unwrap_or_else(|| {
                 Err(Error::Timeout {
                     what: what(),
                     after,

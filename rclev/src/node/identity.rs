@@ -62,6 +62,9 @@ impl NodeIdentity {
 
     /// A clock of `clock_type` whose sleeps end with the executor.
     pub(crate) fn clock_of(&self, clock_type: ClockType) -> Clock {
+        if let Some(timeline) = self.clock.virtual_source() {
+            return Clock::virtual_of(timeline.clone(), clock_type, self.life.clone());
+        }
         match clock_type {
             ClockType::RosTime => self.clock.clone(),
             ClockType::SteadyTime => Clock::steady().with_life(self.life.clone()),

@@ -123,7 +123,11 @@ impl NodeState {
             && global.as_ref().is_none_or(|g| g.rosout_logs());
         let sim_sink: std::sync::Weak<dyn crate::clock::SimTimeSink> =
             Arc::downgrade(&exec.timers().core) as _;
-        let source = Arc::new(RosTimeSource::new(Some(sim_sink)));
+        // Under a virtual-time executor every node's clocks read its one virtual timeline.
+        let source = match exec.virtual_time() {
+            Some(timeline) => timeline.clone(),
+            None => Arc::new(RosTimeSource::new(Some(sim_sink))),
+        };
         let weak_exec = Arc::downgrade(exec);
         source.set_reporter(Box::new(move |e| match weak_exec.upgrade() {
             Some(exec) => exec.report(e),
@@ -139,7 +143,10 @@ impl NodeState {
             })?;
         let identity = Arc::new(NodeIdentity {
             port,
-            clock: Clock::from_source(source, exec.life().clone()),
+            clock: match exec.virtual_time() {
+                Some(_) => Clock::virtual_of(source, ClockType::RosTime, exec.life().clone()),
+                None => Clock::from_source(source, exec.life().clone()),
+            },
             life: exec.life().clone(),
             name,
             namespace,
@@ -245,6 +252,11 @@ impl NodeState {
     }
 
     fn apply_use_sim_time(&self, on: bool) {
+        if self.identity.clock.virtual_source().is_some() {
+            // A virtual-time executor's test drives every clock; `/clock` is not listened to.
+            tracing::debug!(target: "rclev", "use_sim_time ignored under virtual time");
+            return;
+        }
         let Some(source) = self.identity.clock.source().cloned() else {
             return;
         };

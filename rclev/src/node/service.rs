@@ -270,6 +270,8 @@ pub struct ClientState<S: ServiceType> {
     name: String,
     /// Ends calls that the executor's shutdown leaves unanswered.
     life: Arc<crate::clock::Lifeline>,
+    /// The node's steady clock, which call and wait timeouts run on.
+    steady: crate::clock::Clock,
     /// Bumped by the transport on every graph change.
     graph: tokio::sync::watch::Receiver<u64>,
     /// Where malformed responses are reported.
@@ -292,6 +294,7 @@ pub(crate) fn create_client<S: ServiceType>(
             pending: Arc::default(),
             name: endpoint.name.clone(),
             life: core.exec.life().clone(),
+            steady: core.node.clock_of(crate::clock::ClockType::SteadyTime),
             graph: core.exec.context().transport().graph_changes(),
             host: core.exec.host().clone(),
         }))
@@ -343,6 +346,7 @@ impl<S: ServiceType> ClientState<S> {
         };
         let name = self.name.clone();
         let pending = Arc::downgrade(&self.pending);
+        let steady = self.steady.clone();
         async move {
             let seq = sent?;
             let response = async {
@@ -353,9 +357,9 @@ impl<S: ServiceType> ClientState<S> {
                 return life.unless_ended(response).await;
             };
             let timed = async {
-                match tokio::time::timeout(after, response).await {
-                    Ok(r) => r,
-                    Err(_) => {
+                match steady.timeout(after, response).await {
+                    Some(r) => r,
+                    None => {
                         // Nobody waits any more: a late response is dropped, not kept.
                         if let Some(pending) = pending.upgrade() {
                             lock(&pending).remove(&seq);
@@ -382,7 +386,15 @@ impl<S: ServiceType> ClientState<S> {
     pub async fn wait_for_service(&self, timeout: Option<Duration>) -> Result<()> {
         let what = || format!("waiting for service {:?}", self.name);
         let ready = || self.port.service_is_ready();
-        wait_on_graph(self.graph.clone(), &self.life, what, timeout, ready).await
+        wait_on_graph(
+            self.graph.clone(),
+            &self.life,
+            &self.steady,
+            what,
+            timeout,
+            ready,
+        )
+        .await
     }
 
     /// The fully qualified service name.

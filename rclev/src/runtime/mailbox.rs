@@ -55,6 +55,10 @@ struct Inbox {
     parked: Option<WorkerPayload>,
     /// A receive thread holds the payload (between `claim_direct` and `release_direct`).
     lent: bool,
+    /// One of the worker's async callbacks was woken and the worker has not polled it since
+    /// (see [`Mailbox::in_flight_woken`]): the worker is not idle, though its task may not
+    /// have run yet.
+    in_flight_woken: bool,
 }
 
 /// A worker's mailbox.
@@ -216,7 +220,22 @@ impl Mailbox {
     /// Whether the worker has nothing queued and is not running anything.
     pub(crate) fn is_idle(&self) -> bool {
         let inbox = lock(&self.inbox);
-        inbox.items.is_empty() && !inbox.busy
+        inbox.items.is_empty() && !inbox.busy && !inbox.in_flight_woken
+    }
+
+    /// One of the worker's async callbacks was woken (its waker calls this before waking the
+    /// task). Until the worker polls its callbacks again the worker counts as busy, so an
+    /// idle check between the wake and the task's next run (`SpinOptions::spin_once`, a
+    /// virtual-time step) does not take it for idle.
+    #[cfg(not(rclev_loom))]
+    pub(crate) fn in_flight_woken(&self) {
+        lock(&self.inbox).in_flight_woken = true;
+    }
+
+    /// The worker is about to poll its async callbacks: wakes from now on mark it again.
+    #[cfg(not(rclev_loom))]
+    pub(crate) fn polling_in_flight(&self) {
+        lock(&self.inbox).in_flight_woken = false;
     }
 
     /// Lock-free hint that items are queued.

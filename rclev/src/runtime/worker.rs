@@ -105,6 +105,11 @@ pub(crate) async fn run_worker(
     let mut alarm_due: Vec<std::sync::Weak<dyn Executable>> = Vec::new();
     // Wakes this thread too, for a worker that may block it on its alarm.
     let unparker = Unparker::for_this_thread();
+    #[cfg(not(rclev_loom))]
+    let in_flight_waker = Arc::new(InFlightWaker {
+        mailbox: mailbox.clone(),
+        task: std::sync::Mutex::new(None),
+    });
     let report = |e: Error| exec.report(e);
 
     poll_fn(|cx| {
@@ -140,6 +145,15 @@ pub(crate) async fn run_worker(
                 if stopped {
                     return Poll::Ready(());
                 }
+                #[cfg(not(rclev_loom))]
+                {
+                    mailbox.polling_in_flight();
+                    let waker = in_flight_waker.for_task(cx.waker());
+                    let mut cx = std::task::Context::from_waker(&waker);
+                    while let Poll::Ready(Some(())) = in_flight.poll_next_unpin(&mut cx) {}
+                }
+                // The models leave the idle bookkeeping of async callbacks out.
+                #[cfg(rclev_loom)]
                 while let Poll::Ready(Some(())) = in_flight.poll_next_unpin(cx) {}
             }
 
@@ -255,6 +269,45 @@ pub(crate) async fn run_worker(
         }
     })
     .await
+}
+
+/// The waker the worker's async callbacks get: marks the mailbox (see
+/// [`Mailbox::in_flight_woken`]) before waking the worker's task, so a callback woken by a
+/// response, a sleep or another worker's message keeps the worker from counting as idle until
+/// it has been polled.
+#[cfg(not(rclev_loom))]
+struct InFlightWaker {
+    mailbox: Arc<Mailbox>,
+    /// The task's waker as of the worker's latest poll.
+    task: std::sync::Mutex<Option<std::task::Waker>>,
+}
+
+#[cfg(not(rclev_loom))]
+impl InFlightWaker {
+    /// This waker, after recording `task` as the one to wake.
+    fn for_task(self: &Arc<Self>, task: &std::task::Waker) -> std::task::Waker {
+        let mut current = self.task.lock().unwrap_or_else(|p| p.into_inner());
+        if !current.as_ref().is_some_and(|w| w.will_wake(task)) {
+            *current = Some(task.clone());
+        }
+        drop(current);
+        std::task::Waker::from(self.clone())
+    }
+}
+
+#[cfg(not(rclev_loom))]
+impl std::task::Wake for InFlightWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.mailbox.in_flight_woken();
+        let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(task) = task {
+            task.wake();
+        }
+    }
 }
 
 fn needs_spin(item: &MailItem) -> bool {

@@ -251,11 +251,12 @@ impl TimerCore {
     /// busy-waited to its deadline first, as it may come up to the hand-off lead early.
     fn call_times(&self, stamp: Stamp) -> TimerInfo {
         if stamp.is_sim() {
-            // Simulated time: handed over when `/clock` passed the deadline, never early.
+            // Simulated time: handed over when `/clock` (or a virtual-time step) passed the
+            // deadline, never early. The timer's clock type (a virtual timeline serves all).
             return TimerInfo {
                 expected_call_time: Time {
                     nanos: stamp.nanos() as i64,
-                    clock_type: ClockType::RosTime,
+                    clock_type: self.clock.clock_type(),
                 },
                 actual_call_time: self.clock.now(),
                 missed_ticks: 0,

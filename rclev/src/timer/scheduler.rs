@@ -501,6 +501,9 @@ impl crate::clock::SimTimeSink for SchedulerCore {
     fn sim_advance(&self, lane: u64, nanos: i64) {
         SchedulerCore::sim_advance(self, lane, SimTime(nanos))
     }
+    fn sim_next_deadline(&self, lane: u64) -> Option<i64> {
+        lock(&self.state).sim.next_deadline(lane).map(|t| t.0)
+    }
 }
 
 /// Sets the calling thread's timer slack (Linux `PR_SET_TIMERSLACK`): how late the kernel may

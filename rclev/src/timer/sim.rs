@@ -68,6 +68,11 @@ impl SimLanes {
         }
     }
 
+    /// The earliest deadline armed on lane `lane`.
+    pub(super) fn next_deadline(&mut self, lane: u64) -> Option<SimTime> {
+        self.0.get_mut(&lane)?.next_deadline()
+    }
+
     /// A timer's next deadline.
     pub(super) fn deadline(&self, lane: u64, id: TimerId) -> Option<SimTime> {
         self.0.get(&lane)?.slot(id)?.deadline

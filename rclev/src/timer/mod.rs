@@ -10,20 +10,23 @@
 //!
 //! # A tick's path
 //!
-//! From deadline to callback, a tick is read in four files:
+//! From deadline to callback, a tick crosses 11 files in 16 hops (a hop: a call into another
+//! file), with one thread switch; `docs/architecture.md`, "A tick's path", counts them.
 //!
 //! 1. `timer/scheduler.rs`: the scheduler thread pops the due timer from its heap
-//!    (`run_while`, `collect_due`) and, still under its lock, `hand_over` puts the tick's stamp
-//!    in the timer's `due` slot (the per-timer state and its rules are in `timer/entry.rs`);
-//!    then it drops the lock and notifies the timer's dispatch. Simulated-time ticks join
-//!    here, from `sim_advance` in `timer/sim.rs`.
-//! 2. `executor/dispatch.rs`: `EntityDispatch::notify` queues the timer in its worker's
-//!    mailbox (`executor/mailbox.rs`) unless an entry for it is already queued.
-//! 3. `executor/worker.rs`: the worker loop takes the entry (`run_batch`), `begin`s it and
-//!    calls the timer's `Executable::execute`.
-//! 4. `timer/execute.rs`: `TimerCore::execute` takes the tick if it is still current, waits
+//!    (`run_while`, `collect_due`, `heap.rs`) and, still under its lock, `hand_over`
+//!    (`entry.rs`, with the per-timer state and its rules) puts the tick's stamp in the
+//!    timer's `due` slot; then it drops the lock and notifies the timer's dispatch, which
+//!    queues the timer in its worker's mailbox (`runtime/dispatch.rs`, `runtime/mailbox.rs`)
+//!    unless an entry for it is already queued. Simulated- and virtual-time ticks join here,
+//!    from `sim_advance` (`sim.rs`).
+//! 2. `runtime/worker.rs`: the worker loop takes the entry (`run_batch`), orders ticks by
+//!    deadline (`runtime/alarm.rs`), `begin`s it and calls the timer's `Executable::execute`
+//!    (`runtime/executable.rs`).
+//! 3. `timer/execute.rs`: `TimerCore::execute` takes the tick if it is still current, waits
 //!    out the last microseconds to its deadline, counts the missed grid points and starts the
-//!    callback (`Callback::call`, through the start fence).
+//!    callback (`ExecContext::start`, through the start fence `runtime/fence.rs`, and
+//!    `Callback::call` in `runtime/callback.rs`).
 //!
 //! # Fast timers: paced by their worker
 //!
@@ -38,8 +41,8 @@
 //! coalescing `due` slot and the re-arm rules are unchanged: a pulled tick is popped and
 //! stored under the scheduler lock exactly as a delivered one.
 //!
-//! The other files: `mod.rs` (this one) holds the user's handle and callback types,
-//! `options.rs` the options, `core.rs` the timer's state, its creation, arming and mode
+//! The other files: `mod.rs` (this one) holds the user's handle, `callback.rs` the callback
+//! types, `options.rs` the options, `core.rs` the timer's state, its creation, arming and mode
 //! changes, `heap.rs` the scheduler's lock-free ordering, and `stats.rs` the tick path's
 //! counters ([`TimerStats`]).
 

@@ -11,4 +11,5 @@ pub(crate) mod dispatch;
 pub(crate) mod executable;
 pub(crate) mod fence;
 pub(crate) mod mailbox;
+pub(crate) mod policy;
 pub(crate) mod worker;

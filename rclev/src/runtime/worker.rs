@@ -8,7 +8,7 @@ use std::any::Any;
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
@@ -18,6 +18,8 @@ use super::alarm::{order_ticks, Unparker, WorkerAlarm};
 use super::core::WorkerHost;
 use super::executable::{ExecContext, Executable};
 use super::mailbox::{MailItem, Mailbox, Take, WorkerPayload};
+use super::policy::PollBudget;
+pub(crate) use super::policy::SpinPolicy;
 use crate::base::error::{panic_message, Error};
 
 /// A worker as the entities it runs see it from below the node layer: the mailbox their
@@ -35,50 +37,6 @@ impl WorkerRef {
     /// from there must not wait for the callback it is called from.
     pub(crate) fn is_current(&self) -> bool {
         super::core::in_section_of_worker(&self.mailbox)
-    }
-}
-
-/// How long one poll of a worker may keep running mailbox rounds before the task yields to the
-/// runtime, so a busy worker cannot hog a runtime thread that other tasks (other workers, user
-/// tasks, its own async callbacks) also need. Checked every 64 rounds.
-const POLL_BUDGET: Duration = Duration::from_millis(2);
-
-/// Decides whether an idle worker spins briefly before parking.
-///
-/// Parking and being woken costs ~15 µs of latency and more of CPU here; if work has lately been
-/// arriving sooner than `window` after the worker went idle, spinning for up to `window` is
-/// cheaper than parking. The gap is tracked as an exponential moving average, so a 1 kHz timer
-/// (1 ms gaps) never spins while a 50 kHz one (20 µs gaps) always does.
-pub(crate) struct SpinPolicy {
-    window: Duration,
-    gap_ewma_ns: f64,
-}
-
-impl SpinPolicy {
-    pub(crate) fn new(window: Duration) -> Self {
-        Self {
-            window,
-            gap_ewma_ns: f64::INFINITY,
-        }
-    }
-
-    fn should_spin(&self) -> bool {
-        !self.window.is_zero() && self.gap_ewma_ns < self.window.as_nanos() as f64
-    }
-
-    /// The work that ended an idle period did not need the worker awake (a timer tick handed
-    /// over early enough): counts as a long gap.
-    fn record_no_spin_needed(&mut self) {
-        self.record_gap(self.window * 2);
-    }
-
-    fn record_gap(&mut self, gap: Duration) {
-        let g = gap.as_nanos() as f64;
-        self.gap_ewma_ns = if self.gap_ewma_ns.is_finite() {
-            self.gap_ewma_ns + (g - self.gap_ewma_ns) / 8.0
-        } else {
-            g
-        };
     }
 }
 
@@ -118,8 +76,7 @@ pub(crate) async fn run_worker(
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // Everything this poll runs is inside a section: a closing spin waits for it.
         let _section = exec.gate.section(&exec, &mailbox);
-        let mut rounds = 0u32;
-        let poll_started = Instant::now();
+        let mut budget = PollBudget::start(Instant::now());
         loop {
             if exec.is_shut_down() {
                 return Poll::Ready(());
@@ -181,7 +138,7 @@ pub(crate) async fn run_worker(
                 Take::Items => {
                     if let Some(t) = idle_since.take() {
                         if batch.iter().any(needs_spin) {
-                            spin.record_gap(t.elapsed());
+                            spin.record_gap(Instant::now().saturating_duration_since(t));
                         } else {
                             spin.record_no_spin_needed();
                         }
@@ -202,8 +159,7 @@ pub(crate) async fn run_worker(
                     for fut in spawned.drain(..) {
                         in_flight.push(fenced(fut, &mailbox, &exec));
                     }
-                    rounds = rounds.wrapping_add(1);
-                    if rounds.is_multiple_of(64) && poll_started.elapsed() >= POLL_BUDGET {
+                    if budget.round_done(Instant::now) {
                         cx.waker().wake_by_ref();
                         return Poll::Pending;
                     }
@@ -216,14 +172,11 @@ pub(crate) async fn run_worker(
 
             // When the worker ran out of work (the spin policy measures gaps from it).
             let since = (!lent).then(|| *idle_since.get_or_insert_with(Instant::now));
-            if let Some(since) = since.filter(|_| spin.should_spin()) {
+            if let Some(spin_until) = since.and_then(|since| spin.spin_until(since, alarm.next())) {
                 // Spinning runs nothing: a receive thread may borrow the worker meanwhile, as
                 // when it is parked. Otherwise a worker that spins because work comes often
                 // would turn every direct delivery into a hand-off to itself, and keep spinning.
                 mailbox.lend_while_spinning(&mut payload);
-                let spin_until = alarm
-                    .next()
-                    .map_or(since + spin.window, |t| t.min(since + spin.window));
                 while !mailbox.has_items() && Instant::now() < spin_until {
                     std::hint::spin_loop();
                 }

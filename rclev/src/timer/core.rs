@@ -11,6 +11,7 @@ use super::callback::{TimerCallback, TimerInfo};
 use super::entry::{Stamp, TimerTick};
 use super::heap::{GridTime, SimTime, TimerId};
 use super::options::{IntoTimerOptions, TimerOptions, MAX_PERIOD};
+use super::pacing::Pacing;
 use super::scheduler::SchedulerCore;
 use crate::base::error::{Error, Result};
 use crate::clock::{Clock, ClockType, TimeBaseFollower};
@@ -86,30 +87,6 @@ pub(crate) struct TimerCore {
     pub(super) dropped: AtomicBool,
     /// The worker's own pacing (see `execute.rs`); only the worker touches it.
     pub(super) pacing: Pacing,
-}
-
-/// How the worker paces a timer it pulls ticks of: whether it does, and how early its alarm
-/// must go off to reach the deadline in time. Only the worker running the timer reads or
-/// writes these (relaxed atomics, as `TimerCore` is shared).
-pub(super) struct Pacing {
-    /// The last tick was pulled by the worker (arrivals then need no spinning worker).
-    pub(super) pulled: std::sync::atomic::AtomicBool,
-    /// The tick now waiting was deferred to the worker's alarm.
-    pub(super) on_alarm: std::sync::atomic::AtomicBool,
-    /// How long before the deadline the alarm is set (ns), adapted to how early the worker
-    /// actually runs after it.
-    pub(super) margin_ns: std::sync::atomic::AtomicU64,
-}
-
-impl Default for Pacing {
-    fn default() -> Self {
-        Self {
-            pulled: Default::default(),
-            on_alarm: Default::default(),
-            // About a wake-up's latency here; adapted from the first tick on.
-            margin_ns: std::sync::atomic::AtomicU64::new(15_000),
-        }
-    }
 }
 
 /// The timer's callback. The worker takes it out while calling it, so the callback may change

@@ -1,7 +1,7 @@
 //! The worker's side of a timer, the last step of a tick's path (see the module doc of
 //! `timer`): taking the tick the scheduler handed over and calling back.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::core::TimerCore;
 use super::entry::Stamp;
@@ -10,14 +10,6 @@ use crate::clock::{ClockType, Time};
 
 use crate::base::sync::{model_lock as lock, Ordering};
 use crate::runtime::executable::{ExecContext, Executable};
-
-/// The shortest wait worth the worker's alarm: below it, arming the kernel timer and waking
-/// cost about as much as busy-waiting.
-const MIN_SLEEP: Duration = Duration::from_micros(10);
-
-/// The alarm margin's ceiling: a worker woken this late by its alarm is stalled, not slow,
-/// and a larger margin would only busy-wait more.
-const MAX_ALARM_MARGIN: Duration = Duration::from_micros(100);
 
 /// The worker runs this when the timer's mailbox entry comes up.
 impl Executable for TimerCore {
@@ -165,7 +157,7 @@ impl TimerCore {
     }
 
     /// If the waiting tick is a wall tick of a timer the worker paces, due later than the
-    /// alarm margin plus [`MIN_SLEEP`], leaves it in `due` and has the worker's alarm run the
+    /// alarm margin plus `MIN_SLEEP` (`pacing.rs`), leaves it in `due` and has the worker's alarm run the
     /// timer again shortly before its deadline. Whether it did. Ticks the scheduler thread
     /// handed over (a timer's first, one-shots, slow timers) are busy-waited as they come, at
     /// most the hand-off lead: that keeps them in the scheduler's deadline order. Either kind
@@ -185,21 +177,14 @@ impl TimerCore {
     }
 
     /// Sets the worker's alarm for a tick due at `deadline`, the margin before it, unless
-    /// that is less than [`MIN_SLEEP`] away. Whether it did. A tick too close to sleep for
+    /// that is less than `MIN_SLEEP` (`pacing.rs`) away. Whether it did. A tick too close to sleep for
     /// still goes through the alarm, due at once, when `always` or when a tick of an earlier
     /// deadline waits there: busy-waiting for it here would make that one late, and the alarm
     /// runs them in deadline order.
     fn sleep_until_due(&self, deadline: Instant, cx: &mut ExecContext<'_>, always: bool) -> bool {
-        let margin = Duration::from_nanos(self.pacing.margin_ns.load(Ordering::Relaxed));
-        let now = Instant::now();
-        let wake = deadline.checked_sub(margin).unwrap_or(now);
-        let wake = if wake < now + MIN_SLEEP {
-            if !(always || cx.earlier_deadline_waiting(deadline)) {
-                return false;
-            }
-            now
-        } else {
-            wake
+        let always = always || cx.earlier_deadline_waiting(deadline);
+        let Some(wake) = self.pacing.alarm_time(deadline, Instant::now(), always) else {
+            return false;
         };
         if !cx.sleep_until(wake, deadline) {
             return false;
@@ -209,26 +194,10 @@ impl TimerCore {
         true
     }
 
-    /// Adapts the alarm margin to a tick that the alarm brought `early_ns` before its
-    /// deadline (negative: after it), by a fixed step either way: the margin settles where half
-    /// the ticks arrive in time (median lateness ~0) rather than where nearly all do. Covering
-    /// the tail of the wake-up latency would make every tick busy-wait it, and on a busy host a
-    /// thread that burns more CPU waits longer for one whenever it wakes, which costs more
-    /// ticks than it saves (docs/performance.md, "Timers on a busy host"). Never above a quarter
-    /// of the period, so a fast timer still sleeps most of each period (half a period cost
-    /// 2–13 % of the ticks at 50 kHz on a busy host, side by side).
+    /// The alarm brought a tick `early_ns` before its deadline: adapt the margin
+    /// ([`Pacing::arrived`]).
     fn alarm_arrived(&self, early_ns: i64) {
-        const STEP: i64 = 500;
-        let margin = self.pacing.margin_ns.load(Ordering::Relaxed) as i64;
-        let cap = (self.period.as_nanos() / 4).min(MAX_ALARM_MARGIN.as_nanos()) as i64;
-        let next = if early_ns < 1_000 {
-            margin + STEP
-        } else {
-            margin - STEP
-        };
-        self.pacing
-            .margin_ns
-            .store(next.clamp(0, cap) as u64, Ordering::Relaxed);
+        self.pacing.arrived(early_ns, self.period);
     }
 
     /// Takes the handed-over tick (called under the `callback` lock); `None` if there is none,

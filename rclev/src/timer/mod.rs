@@ -55,6 +55,7 @@ mod entry;
 mod execute;
 mod heap;
 mod options;
+mod pacing;
 mod scheduler;
 mod sim;
 mod stats;

@@ -27,10 +27,5 @@ const LAYERS: &[(&str, u8)] = &[
 
 #[test]
 fn files_import_only_downward_and_never_around_a_loop() {
-    let report = rclev_layers::check(&rclev_layers::Layers {
-        src: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        layers: LAYERS,
-        skip: &[],
-    });
-    report.assert_clean();
+    rclev_layers::assert_layered(env!("CARGO_MANIFEST_DIR"), LAYERS, &[]);
 }

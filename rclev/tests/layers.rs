@@ -39,15 +39,14 @@ pub const LAYERS: &[(&str, u8)] = &[
 
 #[test]
 fn folders_are_layers_and_no_files_import_each_other_around_a_loop() {
-    let report = rclev_layers::check(&rclev_layers::Layers {
-        src: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-        layers: LAYERS,
-        // Test-only support for the loom models.
-        skip: &[
+    // Test-only support for the loom models is left out.
+    rclev_layers::assert_layered(
+        env!("CARGO_MANIFEST_DIR"),
+        LAYERS,
+        &[
             "loom_model.rs",
             "executor/loom_tests.rs",
             "timer/loom_tests.rs",
         ],
-    });
-    report.assert_clean();
+    );
 }

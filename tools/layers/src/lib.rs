@@ -99,6 +99,17 @@ impl Report {
     }
 }
 
+/// Checks the crate whose manifest is in `manifest_dir` (a test's `env!("CARGO_MANIFEST_DIR")`)
+/// against `layers`, leaving out `skip`, and panics with an account of what is wrong.
+pub fn assert_layered(manifest_dir: &str, layers: &[(&str, u8)], skip: &[&str]) {
+    check(&Layers {
+        src: Path::new(manifest_dir).join("src"),
+        layers,
+        skip,
+    })
+    .assert_clean();
+}
+
 /// Reads the crate at `layers.src` and reports its layering.
 pub fn check(layers: &Layers<'_>) -> Report {
     let src = &layers.src;

@@ -2,7 +2,7 @@
 //! moves only when everything is idle or when the test moves it.
 //!
 //! Every clock its nodes hand out — ROS time, steady and system time alike — reads one virtual
-//! timeline, and everything that waits on a clock follows it: timers, [`Clock::sleep_until`]
+//! timeline, and everything that waits on a clock follows it: timers, [`Clock::sleep_until`](crate::Clock::sleep_until)
 //! and [`Rate`](crate::Rate), service call and `wait_for_*` timeouts, action result expiry. The
 //! timeline is simulated time from the start (the machinery `use_sim_time` uses, with the test
 //! in place of `/clock`), so a deadline is reached exactly, never early or late, and a node

@@ -41,7 +41,7 @@ pub(crate) trait Executable: Send + Sync + 'static {
         true
     }
     /// The wall-clock deadline of the work this entity holds queued, for a timer tick: a
-    /// worker's round runs the ticks it holds in deadline order (see `alarm::order_ticks`).
+    /// worker's round runs the ticks it holds in deadline order (see `policy::order_ticks`).
     /// `None` for other entities.
     fn pending_deadline(&self) -> Option<Instant> {
         None

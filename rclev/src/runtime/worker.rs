@@ -14,10 +14,11 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 
-use super::alarm::{order_ticks, Unparker, WorkerAlarm};
+use super::alarm::{Unparker, WorkerAlarm};
 use super::core::WorkerHost;
 use super::executable::{ExecContext, Executable};
 use super::mailbox::{MailItem, Mailbox, Take, WorkerPayload};
+use super::policy::order_ticks;
 use super::policy::PollBudget;
 pub(crate) use super::policy::SpinPolicy;
 use crate::base::error::{panic_message, Error};

@@ -195,7 +195,7 @@ impl TimerCore {
     }
 
     /// The alarm brought a tick `early_ns` before its deadline: adapt the margin
-    /// ([`Pacing::arrived`]).
+    /// (`Pacing::arrived`, `pacing.rs`).
     fn alarm_arrived(&self, early_ns: i64) {
         self.pacing.arrived(early_ns, self.period);
     }

@@ -21,7 +21,7 @@
 //!    unless an entry for it is already queued. Simulated- and virtual-time ticks join here,
 //!    from `sim_advance` (`sim.rs`).
 //! 2. `runtime/worker.rs`: the worker loop takes the entry (`run_batch`), orders ticks by
-//!    deadline (`runtime/alarm.rs`), `begin`s it and calls the timer's `Executable::execute`
+//!    deadline (`runtime/policy.rs`), `begin`s it and calls the timer's `Executable::execute`
 //!    (`runtime/executable.rs`).
 //! 3. `timer/execute.rs`: `TimerCore::execute` takes the tick if it is still current, waits
 //!    out the last microseconds to its deadline, counts the missed grid points and starts the

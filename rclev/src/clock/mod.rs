@@ -276,6 +276,48 @@ pub(crate) fn saturating_nanos(d: Duration) -> i64 {
     i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
 }
 
+/// The one place rclev converts between `Instant`s and `CLOCK_MONOTONIC` nanoseconds (the
+/// [`Time::nanos`] of a steady clock, and what a timerfd is armed with): one reading of both,
+/// taken together, that every conversion goes through. Both count the same clock, so the
+/// offset between them is fixed; going through one epoch keeps grid points exact multiples of
+/// a period apart.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MonotonicEpoch {
+    instant: std::time::Instant,
+    nanos: i64,
+}
+
+impl MonotonicEpoch {
+    /// An epoch read now.
+    pub(crate) fn now() -> Self {
+        Self {
+            instant: std::time::Instant::now(),
+            nanos: steady_nanos(),
+        }
+    }
+
+    /// How long after the epoch `at` is (zero for an instant before it).
+    pub(crate) fn since(&self, at: std::time::Instant) -> Duration {
+        at.saturating_duration_since(self.instant)
+    }
+
+    /// The instant `d` after the epoch.
+    pub(crate) fn instant_after(&self, d: Duration) -> std::time::Instant {
+        self.instant + d
+    }
+
+    /// `CLOCK_MONOTONIC` nanoseconds at `at` (before the epoch too).
+    pub(crate) fn nanos_at(&self, at: std::time::Instant) -> i64 {
+        if at >= self.instant {
+            self.nanos
+                .saturating_add(saturating_nanos(at.duration_since(self.instant)))
+        } else {
+            self.nanos
+                .saturating_sub(saturating_nanos(self.instant.duration_since(at)))
+        }
+    }
+}
+
 /// `CLOCK_MONOTONIC` in nanoseconds, the same source `std::time::Instant` reads on Linux.
 pub(crate) fn steady_nanos() -> i64 {
     let mut ts = libc::timespec {
@@ -298,6 +340,25 @@ pub(crate) fn system_nanos() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_epoch_converts_both_ways_exactly() {
+        let epoch = MonotonicEpoch::now();
+        let d = Duration::from_nanos(1_234_567);
+        let later = epoch.instant_after(d);
+        assert_eq!(epoch.since(later), d);
+        assert_eq!(
+            epoch.nanos_at(later) - epoch.nanos_at(epoch.instant),
+            1_234_567
+        );
+        // Before the epoch: `since` saturates, `nanos_at` does not.
+        let earlier = MonotonicEpoch {
+            instant: later,
+            nanos: epoch.nanos_at(later),
+        };
+        assert_eq!(earlier.since(epoch.instant), Duration::ZERO);
+        assert_eq!(earlier.nanos_at(epoch.instant), epoch.nanos);
+    }
 
     #[test]
     fn steady_matches_instant_rate() {

@@ -233,15 +233,8 @@ impl Wake for Unparker {
 
 /// Sets `fd` to expire once at `at` (absolute `CLOCK_MONOTONIC`).
 fn set_timer(fd: &OwnedFd, at: Instant) -> std::io::Result<()> {
-    // `Instant` reads CLOCK_MONOTONIC: map `at` through one reading of both.
-    let (now, now_ns) = (Instant::now(), crate::clock::steady_nanos());
-    let at_ns = if at >= now {
-        now_ns.saturating_add(at.duration_since(now).as_nanos() as i64)
-    } else {
-        now_ns.saturating_sub(now.duration_since(at).as_nanos() as i64)
-    }
-    // Zero would disarm the timer.
-    .max(1);
+    // `Instant` reads CLOCK_MONOTONIC; zero would disarm the timer.
+    let at_ns = crate::clock::MonotonicEpoch::now().nanos_at(at).max(1);
     let spec = libc::itimerspec {
         it_interval: libc::timespec {
             tv_sec: 0,

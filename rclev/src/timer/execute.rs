@@ -91,8 +91,7 @@ impl TimerCore {
             // `Instant` reads CLOCK_MONOTONIC too: map through the fixed epoch, so grid points
             // stay exact multiples of the period apart.
             return Time {
-                nanos: self.sched.epoch_steady_ns
-                    + at.saturating_duration_since(self.sched.epoch).as_nanos() as i64,
+                nanos: self.sched.epoch.nanos_at(at),
                 clock_type: ClockType::SteadyTime,
             };
         }

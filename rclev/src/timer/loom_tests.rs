@@ -115,7 +115,7 @@ fn old_and_new_deadlines(core: &SchedulerCore) -> (Instant, Instant, Stamp) {
     while new <= old {
         new = Instant::now();
     }
-    (old, new, Stamp::wall(new.duration_since(core.epoch)))
+    (old, new, Stamp::wall(core.epoch.since(new)))
 }
 
 /// After a re-arm to the deadline stamped `new_stamp` returned: no tick of the old arming is
@@ -592,7 +592,7 @@ fn loom_a_mode_change_never_runs_a_tick_popped_under_the_old_mode() {
             worker.mailbox.close();
             running.join().unwrap();
             let calls = lock(&calls.0).clone();
-            let s_time = sched.epoch_steady_ns + s.duration_since(sched.epoch).as_nanos() as i64;
+            let s_time = sched.epoch.nanos_at(s);
             assert!(
                 !calls.contains(&s_time),
                 "the new one-shot ran the tick popped under the old mode: {calls:?}"

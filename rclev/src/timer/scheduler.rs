@@ -74,6 +74,7 @@ use super::options::TimerPrecision;
 use super::sim::SimLanes;
 use super::stats::TickCounters;
 use crate::base::sync::{model_lock as lock, AtomicU64, Condvar, Mutex, MutexGuard, Ordering};
+use crate::clock::MonotonicEpoch;
 
 /// How far ahead a worker pulls its timer's next tick (see [`SchedulerCore::pull`]): timers of
 /// 500 Hz and faster are paced by their workers; slower ones need the scheduler thread's
@@ -114,9 +115,9 @@ pub(crate) struct SchedulerCore {
     lead_ns: AtomicU64,
     /// `precision.handoff_lead`, lowered by [`Self::fit_lead`] for short periods.
     lead_cap_ns: AtomicU64,
-    pub(crate) epoch: Instant,
-    /// `CLOCK_MONOTONIC` at `epoch`, to report steady times exactly on the grid.
-    pub(crate) epoch_steady_ns: i64,
+    /// Wall stamps count from it, and steady times are reported through it, exactly on the
+    /// grid.
+    pub(crate) epoch: MonotonicEpoch,
     precision: TimerPrecision,
     /// Where ticks went and how late each thread was (diagnostics only).
     pub(crate) counters: TickCounters,
@@ -136,8 +137,7 @@ impl SchedulerCore {
             wakeups: AtomicU64::new(0),
             lead_ns: AtomicU64::new(precision.handoff_lead.as_nanos() as u64),
             lead_cap_ns: AtomicU64::new(precision.handoff_lead.as_nanos() as u64),
-            epoch: Instant::now(),
-            epoch_steady_ns: crate::clock::steady_nanos(),
+            epoch: MonotonicEpoch::now(),
             precision,
             counters: TickCounters::default(),
         }
@@ -145,12 +145,13 @@ impl SchedulerCore {
 
     /// A wall deadline's stamp, relative to this scheduler's epoch.
     fn wall_stamp(&self, deadline: Instant) -> Stamp {
-        Stamp::wall(deadline.saturating_duration_since(self.epoch))
+        Stamp::wall(self.epoch.since(deadline))
     }
 
     /// The deadline a wall stamp stands for (the inverse of `wall_stamp`).
     pub(super) fn wall_deadline(&self, stamp: Stamp) -> Instant {
-        self.epoch + Duration::from_nanos(stamp.nanos())
+        self.epoch
+            .instant_after(Duration::from_nanos(stamp.nanos()))
     }
 
     /// How early ticks are handed to workers.

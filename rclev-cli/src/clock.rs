@@ -1,17 +1,6 @@
-//! The benchmarks' own pacing: `CLOCK_MONOTONIC` read and slept on directly (the clock
-//! `Instant` reads and `clock_nanosleep` paces on), with 1 ns timer slack, so that the
-//! baselines pay no more for a wake-up than the kernel asks.
-
-/// `CLOCK_MONOTONIC` now, in ns.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+//! The benchmarks' own pacing: `CLOCK_MONOTONIC` (the clock `Instant` reads and
+//! `clock_nanosleep` paces on; read with [`rclev::clock::monotonic_nanos`]) slept on directly,
+//! with 1 ns timer slack, so that the baselines pay no more for a wake-up than the kernel asks.
 
 /// Sleeps until `CLOCK_MONOTONIC` reaches `ns` (an absolute deadline: no time passes between
 /// computing a delay and sleeping), through interruptions.

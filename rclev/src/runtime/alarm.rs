@@ -270,7 +270,7 @@ impl Wake for Unparker {
 /// Sets `fd` to expire once at `at` (absolute `CLOCK_MONOTONIC`).
 fn set_timer(fd: &OwnedFd, at: Instant) -> std::io::Result<()> {
     // `Instant` reads CLOCK_MONOTONIC: map `at` through one reading of both.
-    let (now, now_ns) = (Instant::now(), crate::clock::steady_nanos());
+    let (now, now_ns) = (Instant::now(), crate::clock::monotonic_nanos());
     let at_ns = if at >= now {
         now_ns.saturating_add(at.duration_since(now).as_nanos() as i64)
     } else {

@@ -137,7 +137,7 @@ impl SchedulerCore {
             lead_ns: AtomicU64::new(precision.handoff_lead.as_nanos() as u64),
             lead_cap_ns: AtomicU64::new(precision.handoff_lead.as_nanos() as u64),
             epoch: Instant::now(),
-            epoch_steady_ns: crate::clock::steady_nanos(),
+            epoch_steady_ns: crate::clock::monotonic_nanos(),
             precision,
             counters: TickCounters::default(),
         }

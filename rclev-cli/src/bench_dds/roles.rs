@@ -23,7 +23,7 @@ use rclev::{Delivery, ExecutorOptions, IntoPrimitiveOptions, QoSProfile, SpinOpt
 use serde::{Deserialize, Serialize};
 
 use crate::anyhow_free::Result;
-use crate::clock::{set_timer_slack_1ns, sleep_until_ns};
+use crate::clock::sleep_until_ns;
 use rclev::clock::monotonic_nanos;
 
 /// A role's first line: it is matched and (senders) sending.
@@ -343,7 +343,7 @@ fn wait_matched(matched: impl Fn() -> bool) -> Result {
 /// stall longer than a period it rejoins the grid instead of sending a burst (a burst would
 /// measure queueing, not the round trip).
 fn pace(hz: f64, stop: &AtomicBool, mut send: impl FnMut(u64) -> Result) -> Result {
-    set_timer_slack_1ns();
+    rclev::timer::set_thread_timer_slack(Duration::from_nanos(1));
     let period = (1e9 / hz) as u64;
     let mut next = monotonic_nanos() as u64 + period;
     let mut seq = 0;

@@ -315,8 +315,8 @@ fn run_os_sleep(timers: usize, rate: f64, secs: f64) -> Result<Row> {
         .map(|_| {
             let r = rec.clone();
             std::thread::spawn(move || {
-                clock::set_timer_slack_1ns();
-                let (epoch, epoch_ns) = (Instant::now(), clock::monotonic_ns());
+                rclev::timer::set_thread_timer_slack(Duration::from_nanos(1));
+                let (epoch, epoch_ns) = (Instant::now(), rclev::clock::monotonic_nanos() as u64);
                 let mut next = Instant::now() + period;
                 while next < r.end {
                     sleep_until_abs(next, epoch, epoch_ns);

@@ -1,17 +1,7 @@
-//! The benchmarks' own pacing: `CLOCK_MONOTONIC` read and slept on directly (the clock
-//! `Instant` reads and `clock_nanosleep` paces on), with 1 ns timer slack, so that the
-//! baselines pay no more for a wake-up than the kernel asks.
-
-/// `CLOCK_MONOTONIC` now, in ns.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+//! The benchmarks' own pacing: `CLOCK_MONOTONIC` (the clock `Instant` reads and
+//! `clock_nanosleep` paces on; read with [`rclev::clock::monotonic_nanos`]) slept on directly,
+//! with 1 ns timer slack ([`rclev::timer::set_thread_timer_slack`]), so that the baselines pay
+//! no more for a wake-up than the kernel asks.
 
 /// Sleeps until `CLOCK_MONOTONIC` reaches `ns` (an absolute deadline: no time passes between
 /// computing a delay and sleeping), through interruptions.
@@ -30,19 +20,4 @@ pub fn sleep_until_ns(ns: u64) {
         )
     } == libc::EINTR
     {}
-}
-
-/// Sets the calling thread's timer slack to 1 ns, as rclev's scheduler does (the default
-/// 50 µs lets the kernel batch wake-ups).
-pub fn set_timer_slack_1ns() {
-    // SAFETY: PR_SET_TIMERSLACK takes an integer and only affects the calling thread.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_TIMERSLACK,
-            1 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        );
-    }
 }

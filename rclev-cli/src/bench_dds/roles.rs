@@ -22,8 +22,9 @@ use rclev::msg::Message;
 use rclev::{Delivery, ExecutorOptions, IntoPrimitiveOptions, QoSProfile, SpinOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{monotonic_ns, set_timer_slack_1ns, sleep_until_ns};
+use crate::clock::sleep_until_ns;
 use crate::errors::Result;
+use rclev::clock::monotonic_nanos;
 
 /// A role's first line: it is matched and (senders) sending.
 pub const READY: &str = "ready";
@@ -154,7 +155,7 @@ pub fn role(args: RoleArgs) -> Result {
 /// Writes the sequence number and the send time at the start of a payload.
 fn stamp(payload: &mut [u8], seq: u64) {
     payload[..8].copy_from_slice(&seq.to_le_bytes());
-    payload[8..HEADER].copy_from_slice(&monotonic_ns().to_le_bytes());
+    payload[8..HEADER].copy_from_slice(&(monotonic_nanos() as u64).to_le_bytes());
 }
 
 fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
@@ -242,7 +243,7 @@ impl Stats {
             self.bad();
             return;
         };
-        let rtt = monotonic_ns().saturating_sub(sent).max(1);
+        let rtt = (monotonic_nanos() as u64).saturating_sub(sent).max(1);
         self.received.fetch_add(1, Ordering::Relaxed);
         let mut h = self.rtt.lock().unwrap_or_else(|e| e.into_inner());
         h.saturating_record(rtt);
@@ -266,7 +267,7 @@ impl Stats {
         };
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Mark {
-            t_ns: monotonic_ns(),
+            t_ns: monotonic_nanos() as u64,
             cpu_s: crate::report::process_cpu_secs(),
             received: get(&self.received),
             bytes: get(&self.bytes),
@@ -342,16 +343,16 @@ fn wait_matched(matched: impl Fn() -> bool) -> Result {
 /// stall longer than a period it rejoins the grid instead of sending a burst (a burst would
 /// measure queueing, not the round trip).
 fn pace(hz: f64, stop: &AtomicBool, mut send: impl FnMut(u64) -> Result) -> Result {
-    set_timer_slack_1ns();
+    rclev::timer::set_thread_timer_slack(Duration::from_nanos(1));
     let period = (1e9 / hz) as u64;
-    let mut next = monotonic_ns() + period;
+    let mut next = monotonic_nanos() as u64 + period;
     let mut seq = 0;
     while !stop.load(Ordering::Relaxed) {
         sleep_until_ns(next);
         send(seq)?;
         seq += 1;
         next += period;
-        let now = monotonic_ns();
+        let now = monotonic_nanos() as u64;
         if now > next {
             next = now + period - (now - next) % period;
         }

@@ -196,7 +196,7 @@ impl Clock {
     /// The current time.
     pub fn now(&self) -> Time {
         let nanos = match &self.kind {
-            ClockKind::Steady => steady_nanos(),
+            ClockKind::Steady => monotonic_nanos(),
             ClockKind::System => system_nanos(),
             ClockKind::Ros(source) | ClockKind::Virtual(source, _) => source.now_nanos(),
         };
@@ -292,7 +292,7 @@ impl MonotonicEpoch {
     pub(crate) fn now() -> Self {
         Self {
             instant: std::time::Instant::now(),
-            nanos: steady_nanos(),
+            nanos: monotonic_nanos(),
         }
     }
 
@@ -318,8 +318,12 @@ impl MonotonicEpoch {
     }
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds, the same source `std::time::Instant` reads on Linux.
-pub(crate) fn steady_nanos() -> i64 {
+/// Nanoseconds on `CLOCK_MONOTONIC` now: the source `std::time::Instant` reads on Linux, and
+/// the one a [steady](ClockType::SteadyTime) [`Clock`] reads (its [`Time::nanos`] are this).
+/// It counts from boot, never jumps, and stops while the system is suspended. Unlike an
+/// `Instant`, the number means the same in every process of the machine, so it can stamp times
+/// that another process compares with its own readings.
+pub fn monotonic_nanos() -> i64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -362,9 +366,9 @@ mod tests {
 
     #[test]
     fn steady_matches_instant_rate() {
-        let (i0, s0) = (std::time::Instant::now(), steady_nanos());
+        let (i0, s0) = (std::time::Instant::now(), monotonic_nanos());
         std::thread::sleep(Duration::from_millis(20));
-        let (di, ds) = (i0.elapsed().as_nanos() as i64, steady_nanos() - s0);
+        let (di, ds) = (i0.elapsed().as_nanos() as i64, monotonic_nanos() - s0);
         assert!((di - ds).abs() < 2_000_000, "{di} vs {ds}");
     }
 

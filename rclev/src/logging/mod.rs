@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use crate::base::sync::lock;
-use crate::clock::{steady_nanos, Clock, Time};
+use crate::clock::{monotonic_nanos, Clock, Time};
 use crate::interfaces::rcl_interfaces::msg::Log;
 use crate::node::pubsub::Publisher;
 
@@ -258,7 +258,7 @@ impl<T: AsLogger + ?Sized> AsLogger for &T {
 /// last logged (and, if so, marks it as logging now).
 #[doc(hidden)]
 pub fn throttle_allows(last: &AtomicI64, period: Duration) -> bool {
-    let now = steady_nanos();
+    let now = monotonic_nanos();
     let prev = last.load(Ordering::Relaxed);
     if prev != i64::MIN && now.saturating_sub(prev) < crate::clock::saturating_nanos(period) {
         return false;

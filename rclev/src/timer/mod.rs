@@ -68,7 +68,8 @@ pub use stats::TimerStats;
 
 pub(crate) use self::core::{TimerHost, TimerKind, TimerSite};
 pub use callback::{IntoTimerCallback, TimerCallback, TimerInfo};
-pub(crate) use scheduler::{set_thread_timer_slack, TimerScheduler};
+pub use scheduler::set_thread_timer_slack;
+pub(crate) use scheduler::TimerScheduler;
 
 use self::core::{Lane, TimerCore, MODE_INERT, MODE_ONESHOT, MODE_REPEATING};
 use crate::base::sync::{model_lock as lock, Ordering};

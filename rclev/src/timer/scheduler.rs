@@ -508,9 +508,11 @@ impl crate::clock::SimTimeSink for SchedulerCore {
 }
 
 /// Sets the calling thread's timer slack (Linux `PR_SET_TIMERSLACK`): how late the kernel may
-/// fire this thread's timed waits to batch wake-ups. The default 50 µs directly adds to every
-/// tick's lateness.
-pub(crate) fn set_thread_timer_slack(slack: Duration) {
+/// end this thread's timed sleeps and waits to batch wake-ups. The default 50 µs directly adds
+/// to every tick's lateness; rclev's timer threads use [`TimerPrecision::timer_slack`]. Affects
+/// only the calling thread (and threads it starts afterwards); zero is taken as 1 ns. A no-op
+/// on other systems than Linux.
+pub fn set_thread_timer_slack(slack: Duration) {
     #[cfg(target_os = "linux")]
     {
         // Zero would mean "reset to the default" to the kernel.

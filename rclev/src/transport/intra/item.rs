@@ -1,7 +1,7 @@
 //! A message in process: its payload and its meta (publisher, sequence number, stamps,
 //! lifespan end), and the message info a subscription reads from them.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use crate::transport::{Gid, MessageInfo, Payload};
 
@@ -27,12 +27,11 @@ pub(super) struct Meta {
     pub(super) expires_ns: u64,
 }
 
-/// Nanoseconds since the first call, on the monotonic clock: lifespans are measured on it,
-/// never on the settable system clock.
+/// [`monotonic_nanos`](crate::clock::monotonic_nanos), never 0: lifespans are measured on the
+/// monotonic clock, never on the settable system clock.
 pub(super) fn monotonic_ns() -> u64 {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    // +1: 0 means "no lifespan".
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
+    // Never negative; at least 1: 0 means "no lifespan".
+    (crate::clock::monotonic_nanos() as u64).max(1)
 }
 
 impl Meta {

@@ -2,8 +2,8 @@
 
 use std::sync::{Arc, Weak};
 
-/// A shared handle to an entity whose drop cancels its work (a timer stops, a subscription
-/// unsubscribes, a service or action server is withdrawn…). Clone it to share; the entity lives
+/// A shared handle to an entity whose drop cancels its work (a timer stops, a publisher or
+/// subscription unregisters, a service or action server is withdrawn…). Clone it to share; the entity lives
 /// while any clone does.
 ///
 /// It is `#[must_use]`, unlike a bare `Arc`: `node.create_timer_repeating(..)?;` would drop the
@@ -27,7 +27,7 @@ use std::sync::{Arc, Weak};
 ///     Ok(timer)
 /// }
 /// ```
-#[must_use = "dropping this handle cancels the entity at once, and `let _ = …` drops it too: keep it in a named binding (`let _timer = …`)"]
+#[must_use = "dropping this handle cancels the entity at once (a timer stops, a publisher or subscription unregisters…), and `let _ = …` drops it too: keep it in a named binding (`let _timer = …`)"]
 pub struct Handle<T: ?Sized>(Arc<T>);
 
 impl<T> Handle<T> {

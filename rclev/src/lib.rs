@@ -58,7 +58,7 @@ pub use base::throttle;
 
 pub use arguments::Arguments;
 pub use base::error::{DeliveryError, Error, NameKind, Result};
-pub use base::handle::{Handle, WeakHandle};
+pub use base::handle::{EntityHandle, WeakEntityHandle};
 pub use clock::{Clock, ClockChange, ClockType, JumpHandle, JumpThreshold, Rate, Time, TimeJump};
 pub use executor::context::Context;
 pub use executor::{

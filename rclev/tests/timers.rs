@@ -554,12 +554,13 @@ fn a_callback_can_change_its_own_timer() {
     let sem = Arc::new(Semaphore::new(0));
     let repeats = Arc::new(AtomicU64::new(0));
     let oneshots = Arc::new(AtomicU64::new(0));
-    let slot: Arc<std::sync::OnceLock<rclev::WeakHandle<rclev::TimerState>>> = Default::default();
+    let slot: Arc<std::sync::OnceLock<rclev::WeakEntityHandle<rclev::TimerState>>> =
+        Default::default();
     let (r, o, sl, sm) = (repeats.clone(), oneshots.clone(), slot.clone(), sem.clone());
     let timer = node
         .create_timer_repeating(Duration::from_millis(1), move || {
             if r.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
-                let me = sl.get().and_then(rclev::WeakHandle::upgrade).unwrap();
+                let me = sl.get().and_then(rclev::WeakEntityHandle::upgrade).unwrap();
                 let (o, sm) = (o.clone(), sm.clone());
                 me.set_oneshot(move || {
                     o.fetch_add(1, Ordering::SeqCst);
@@ -568,7 +569,7 @@ fn a_callback_can_change_its_own_timer() {
             }
         })
         .unwrap();
-    slot.set(rclev::Handle::downgrade(&timer)).unwrap();
+    slot.set(rclev::EntityHandle::downgrade(&timer)).unwrap();
     spin_until(&executor, count_to(&sem, 1));
     spin_for(&executor, Duration::from_millis(20));
     assert_eq!(repeats.load(Ordering::SeqCst), 3);

@@ -108,7 +108,7 @@ pub struct LifecyclePublisherState<T: Message> {
 }
 
 /// A shared handle to a managed publisher; dropping the last one unregisters the publisher.
-pub type LifecyclePublisher<T> = crate::Handle<LifecyclePublisherState<T>>;
+pub type LifecyclePublisher<T> = crate::EntityHandle<LifecyclePublisherState<T>>;
 
 impl<T: Message> LifecyclePublisherState<T> {
     pub(super) fn new(
@@ -116,7 +116,7 @@ impl<T: Message> LifecyclePublisherState<T> {
         activation: Arc<Activation>,
         logger: Logger,
     ) -> LifecyclePublisher<T> {
-        crate::Handle::new(Self {
+        crate::EntityHandle::new(Self {
             publisher,
             activation,
             logger,

@@ -57,7 +57,7 @@ pub struct PublisherState<T: Message> {
 }
 
 /// A shared handle to a publisher; dropping the last one unregisters the publisher.
-pub type Publisher<T> = crate::Handle<PublisherState<T>>;
+pub type Publisher<T> = crate::EntityHandle<PublisherState<T>>;
 
 impl<T: Message> PublisherState<T> {
     pub(crate) fn create(
@@ -69,7 +69,7 @@ impl<T: Message> PublisherState<T> {
         let endpoint = topic_endpoint::<T>(core, options)?;
         let events = EventSink::create(core, format!("publisher {}", endpoint.name), handler)?;
         let port = core.node.port.create_publisher(&endpoint, events.clone())?;
-        Ok(crate::Handle::new(Self {
+        Ok(crate::EntityHandle::new(Self {
             port,
             events,
             topic: endpoint.name,
@@ -215,7 +215,7 @@ struct SubscriptionEntity<T: Message> {
 }
 
 /// A shared handle to a subscription; dropping the last one unsubscribes.
-pub type Subscription<T> = crate::Handle<SubscriptionState<T>>;
+pub type Subscription<T> = crate::EntityHandle<SubscriptionState<T>>;
 
 pub(crate) fn create_subscription<T: Message>(
     core: &Arc<WorkerCore>,
@@ -260,7 +260,7 @@ pub(crate) fn create_subscription<T: Message>(
             worker: core.clone(),
         }))
     })?;
-    Ok(crate::Handle::new(SubscriptionState { entity: sub }))
+    Ok(crate::EntityHandle::new(SubscriptionState { entity: sub }))
 }
 
 /// Counts and reports a message that could not be decoded; the subscription goes on.

@@ -218,7 +218,7 @@ fn file_of(src: &Path, module: &[String]) -> Option<String> {
     None
 }
 
-/// The file defining a root item (`crate::Handle`): a `pub use` of lib.rs naming it, or lib.rs
+/// The file defining a root item (`crate::EntityHandle`): a `pub use` of lib.rs naming it, or lib.rs
 /// itself (its macros and items).
 fn root_item(src: &Path, lib: &str, name: &str) -> Option<String> {
     for statement in lib.split(';') {

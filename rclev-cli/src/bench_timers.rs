@@ -69,7 +69,7 @@ pub struct Row {
     pub tick_path: Option<TickPath>,
 }
 
-/// rclev's tick path over the window, from `Executor::stats().timers`.
+/// rclev's tick path over the window, from `Executor::diagnostics().timers`.
 #[derive(Serialize, Clone, Debug, Default)]
 pub struct TickPath {
     pub handed_over: u64,
@@ -228,10 +228,13 @@ fn run_rclev(timers: usize, rate: f64, secs: f64, options: &ExecutorOptions) -> 
     let (stats, path) = std::thread::scope(|s| {
         let watch = s.spawn(|| {
             sleep_until(rec.start);
-            let (w, before) = (Window::start(), executor.stats().timers);
+            let (w, before) = (Window::start(), executor.diagnostics().timers);
             sleep_until(rec.end);
             let stats = w.finish();
-            (stats, TickPath::between(&before, &executor.stats().timers))
+            (
+                stats,
+                TickPath::between(&before, &executor.diagnostics().timers),
+            )
         });
         crate::report_spin(executor.spin(SpinOptions::default().timeout(rec.total_run())));
         watch.join()

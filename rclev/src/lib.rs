@@ -62,7 +62,7 @@ pub use base::handle::{EntityHandle, WeakEntityHandle};
 pub use clock::{Clock, ClockChange, ClockType, JumpHandle, JumpThreshold, Rate, Time, TimeJump};
 pub use executor::context::Context;
 pub use executor::{
-    ErrorHandler, Executor, ExecutorCommands, ExecutorOptions, ExecutorStats, RuntimeChoice,
+    ErrorHandler, Executor, ExecutorCommands, ExecutorDiagnostics, ExecutorOptions, RuntimeChoice,
     SpinOptions,
 };
 pub use logging::{LogCapture, LogLevel, LogRecord, LogSeverity, Logger};

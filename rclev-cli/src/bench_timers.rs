@@ -187,10 +187,13 @@ fn run_rclev(timers: usize, rate: f64, secs: f64, options: &ExecutorOptions) -> 
     let (stats, path) = std::thread::scope(|s| {
         let watch = s.spawn(|| {
             sleep_until(rec.start);
-            let (w, before) = (Window::start(), executor.stats().timers);
+            let (w, before) = (Window::start(), executor.diagnostics().timers);
             sleep_until(rec.end);
             let stats = w.finish();
-            (stats, TickPath::between(&before, &executor.stats().timers))
+            (
+                stats,
+                TickPath::between(&before, &executor.diagnostics().timers),
+            )
         });
         crate::errors::report_spin(executor.spin(SpinOptions::default().timeout(rec.total_run())));
         watch.join()

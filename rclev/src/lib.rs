@@ -58,11 +58,11 @@ pub use base::throttle;
 
 pub use arguments::Arguments;
 pub use base::error::{DeliveryError, Error, NameKind, Result};
-pub use base::handle::{Handle, WeakHandle};
+pub use base::handle::{EntityHandle, WeakEntityHandle};
 pub use clock::{Clock, ClockChange, ClockType, JumpHandle, JumpThreshold, Rate, Time, TimeJump};
 pub use executor::context::Context;
 pub use executor::{
-    ErrorHandler, Executor, ExecutorCommands, ExecutorOptions, ExecutorStats, RuntimeChoice,
+    ErrorHandler, Executor, ExecutorCommands, ExecutorDiagnostics, ExecutorOptions, RuntimeChoice,
     SpinOptions, VirtualTimeExecutor,
 };
 pub use logging::{LogCapture, LogLevel, LogRecord, LogSeverity, Logger};

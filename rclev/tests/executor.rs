@@ -607,9 +607,9 @@ fn idle_executor_makes_no_wakeups() {
                 assert!(Instant::now() < deadline, "the guards' callbacks never ran");
                 std::thread::sleep(Duration::from_millis(1));
             }
-            let before = exec.stats();
+            let before = exec.diagnostics();
             std::thread::sleep(Duration::from_millis(500));
-            let after = exec.stats();
+            let after = exec.diagnostics();
             exec.commands().halt_spinning();
             (before, after)
         });

@@ -306,9 +306,9 @@ impl Drop for Spinner {
 fn wait_idle(executor: &Executor) -> Duration {
     let start = Instant::now();
     loop {
-        let before = executor.stats();
+        let before = executor.diagnostics();
         thread::sleep(Duration::from_millis(200));
-        let after = executor.stats();
+        let after = executor.diagnostics();
         // Sums over live workers: they fall as workers of dropped nodes end.
         let workers = after.worker_wakeups.saturating_sub(before.worker_wakeups);
         let timer = after
@@ -1330,7 +1330,7 @@ fn shutdown_under_load_is_prompt_and_final() {
         .expect("shutdown() did not return");
     let (errors, spin_returned) = spinner.returned_within(Duration::from_secs(5));
     let spin_after = spin_returned.saturating_duration_since(began);
-    let timer_thread_gone = poll_until(DEADLINE, || executor.timer_thread_exited());
+    let timer_thread_gone = poll_until(DEADLINE, || executor.diagnostics().timer_thread_exited);
     let threads_gone = poll_until(DEADLINE, || threads_named("rclev-sd") == 0);
     // The load threads end on their own on Shutdown errors; `stop` ends those that sleep.
     stop.store(true, SeqCst);

@@ -346,10 +346,10 @@ fn scheduler_thread_exits_with_the_executor() {
         .create_timer_repeating(Duration::from_millis(1), || {})
         .unwrap();
     spin_for(&executor, Duration::from_millis(10));
-    assert!(!executor.timer_thread_exited());
+    assert!(!executor.diagnostics().timer_thread_exited);
     executor.shutdown();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !executor.timer_thread_exited() {
+    while !executor.diagnostics().timer_thread_exited {
         assert!(
             Instant::now() < deadline,
             "the timer thread outlived shutdown"
@@ -373,9 +373,9 @@ fn idle_scheduler_sleeps_with_cancelled_and_no_timers() {
     // timer thread may still be waiting for the timer (its next tick, or the pacing
     // watchdog). The cancel, having disarmed the last timer, ends that wait, and the thread
     // then waits with no deadline: one wake-up at most, however long the spin.
-    let before = executor.stats();
+    let before = executor.diagnostics();
     spin_for(&executor, Duration::from_millis(300));
-    let after = executor.stats();
+    let after = executor.diagnostics();
     assert!(
         after.timer_thread_wakeups - before.timer_thread_wakeups <= 1,
         "the timer thread kept waking: {before:?} → {after:?}"
@@ -556,12 +556,13 @@ fn a_callback_can_change_its_own_timer() {
     let sem = Arc::new(Semaphore::new(0));
     let repeats = Arc::new(AtomicU64::new(0));
     let oneshots = Arc::new(AtomicU64::new(0));
-    let slot: Arc<std::sync::OnceLock<rclev::WeakHandle<rclev::TimerState>>> = Default::default();
+    let slot: Arc<std::sync::OnceLock<rclev::WeakEntityHandle<rclev::TimerState>>> =
+        Default::default();
     let (r, o, sl, sm) = (repeats.clone(), oneshots.clone(), slot.clone(), sem.clone());
     let timer = node
         .create_timer_repeating(Duration::from_millis(1), move || {
             if r.fetch_add(1, Ordering::SeqCst) + 1 == 3 {
-                let me = sl.get().and_then(rclev::WeakHandle::upgrade).unwrap();
+                let me = sl.get().and_then(rclev::WeakEntityHandle::upgrade).unwrap();
                 let (o, sm) = (o.clone(), sm.clone());
                 me.set_oneshot(move || {
                     o.fetch_add(1, Ordering::SeqCst);
@@ -570,7 +571,7 @@ fn a_callback_can_change_its_own_timer() {
             }
         })
         .unwrap();
-    slot.set(rclev::Handle::downgrade(&timer)).unwrap();
+    slot.set(rclev::EntityHandle::downgrade(&timer)).unwrap();
     spin_until(&executor, count_to(&sem, 1));
     spin_for(&executor, Duration::from_millis(20));
     assert_eq!(repeats.load(Ordering::SeqCst), 3);
@@ -604,11 +605,11 @@ fn fast_timers_are_paced_by_their_worker() {
     let node = executor.create_node("paced").unwrap();
     let period = Duration::from_micros(500);
     let (timer, calls) = recording_timer(&node, period);
-    let before = executor.stats();
+    let before = executor.diagnostics();
     // 200 calls (0.1 s at this rate), counted rather than timed.
     let c = calls.clone();
     spin_until_state(&executor, move || c.lock().unwrap().len() >= 200);
-    let after = executor.stats();
+    let after = executor.diagnostics();
     drop(timer);
     let calls = calls.lock().unwrap();
     // On the grid, and every grid point between the first and the last call either called or
@@ -728,10 +729,10 @@ fn a_paced_timer_cancels_resets_and_drops() {
     // From the cancel's return: the scheduler thread may be waiting for the timer's watchdog;
     // the cancel ends that wait, and the thread then sleeps with no deadline: one wake-up at
     // most (see `idle_scheduler_sleeps_with_cancelled_and_no_timers`).
-    let before = executor.stats();
+    let before = executor.diagnostics();
     spin_for(&executor, Duration::from_millis(50));
     assert_eq!(calls.lock().unwrap().len(), n, "called after cancel");
-    let woke = executor.stats().timer_thread_wakeups - before.timer_thread_wakeups;
+    let woke = executor.diagnostics().timer_thread_wakeups - before.timer_thread_wakeups;
     assert!(
         woke <= 1,
         "the scheduler thread woke {woke} times for a cancelled timer"

@@ -559,7 +559,7 @@ fn a_handler_may_replace_itself() {
         .unwrap();
     let (first_log, first_arrived, mut first) = counted_events();
     let (second_log, second_arrived, second) = counted_events();
-    let me = Arc::downgrade(&publisher);
+    let me = rclev::EntityHandle::downgrade(&publisher);
     let mut second = Some(second);
     publisher.set_event_handler(move |event| {
         first(event);

@@ -30,7 +30,7 @@ pub struct Row {
     pub tick_path: Option<TickPath>,
 }
 
-/// rclev's tick path over the window, from `Executor::stats().timers`.
+/// rclev's tick path over the window, from `Executor::diagnostics().timers`.
 #[derive(Serialize, Clone, Debug, Default)]
 pub struct TickPath {
     pub handed_over: u64,

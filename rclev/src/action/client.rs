@@ -85,7 +85,7 @@ pub struct ActionClientState<A: ActionType> {
 }
 
 /// A shared handle to an action client.
-pub type ActionClient<A> = crate::Handle<ActionClientState<A>>;
+pub type ActionClient<A> = crate::EntityHandle<ActionClientState<A>>;
 
 pub(crate) fn create_action_client<A: ActionType>(
     core: &Arc<WorkerCore>,
@@ -135,7 +135,7 @@ pub(crate) fn create_action_client<A: ActionType>(
             host: core.exec.host().clone(),
         }))
     })?;
-    Ok(crate::Handle::new(ActionClientState { inner }))
+    Ok(crate::EntityHandle::new(ActionClientState { inner }))
 }
 
 /// Sends a request and registers its waiter under the waiters' lock, which the response path

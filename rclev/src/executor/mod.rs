@@ -142,16 +142,34 @@ impl SpinOptions {
     }
 }
 
-/// Counters for observing the executor (e.g. that an idle executor never wakes up, or where
-/// timer ticks go on a busy host).
+/// What the executor shows of its workings, for observing it: that an idle executor never
+/// wakes up, where timer ticks go on a busy host, that the timer thread is gone after a
+/// shutdown. A snapshot, taken by [`Executor::diagnostics`]; the counters only grow, so two
+/// snapshots' difference is what happened in between.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let executor = rclev::Context::default().create_basic_executor();
+/// let before = executor.diagnostics();
+/// assert!(!before.timer_thread_exited);
+/// let errors = executor.spin(rclev::SpinOptions::default().timeout(Duration::from_millis(20)));
+/// assert!(errors.is_empty());
+/// // Nothing to do, so no timer tick was handed over.
+/// assert_eq!(executor.diagnostics().timers.handed_over, before.timers.handed_over);
+/// executor.shutdown();
+/// # Ok::<(), rclev::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ExecutorStats {
-    /// Times any worker task was polled (woken).
+pub struct ExecutorDiagnostics {
+    /// Times any worker task was polled (woken), summed over the workers alive now.
     pub worker_wakeups: u64,
     /// Times the timer scheduler thread woke up.
     pub timer_thread_wakeups: u64,
     /// The tick path: ticks handed over and dropped, and each thread's lateness.
     pub timers: crate::timer::TimerStats,
+    /// Whether the timer scheduler's thread has exited (it does when the executor shuts down).
+    pub timer_thread_exited: bool,
 }
 
 /// Executors are made from a context.
@@ -323,9 +341,10 @@ impl Executor {
         self.shared.shutdown();
     }
 
-    /// Wakeup counters.
-    pub fn stats(&self) -> ExecutorStats {
-        ExecutorStats {
+    /// A snapshot of the executor's counters and the timer thread's state (see
+    /// [`ExecutorDiagnostics`]).
+    pub fn diagnostics(&self) -> ExecutorDiagnostics {
+        ExecutorDiagnostics {
             worker_wakeups: self
                 .shared
                 .host
@@ -335,12 +354,8 @@ impl Executor {
                 .sum(),
             timer_thread_wakeups: self.shared.timers.wakeups(),
             timers: self.shared.timers.stats(),
+            timer_thread_exited: self.shared.timers.has_exited(),
         }
-    }
-
-    /// Whether the timer scheduler's thread has exited (it does when the executor shuts down).
-    pub fn timer_thread_exited(&self) -> bool {
-        self.shared.timers.has_exited()
     }
 
     /// The runtime handle the workers run on.

@@ -107,8 +107,8 @@ pub struct LifecyclePublisherState<T: Message> {
     warned: AtomicU64,
 }
 
-/// A shared handle to a managed publisher.
-pub type LifecyclePublisher<T> = Arc<LifecyclePublisherState<T>>;
+/// A shared handle to a managed publisher; dropping the last one unregisters the publisher.
+pub type LifecyclePublisher<T> = crate::EntityHandle<LifecyclePublisherState<T>>;
 
 impl<T: Message> LifecyclePublisherState<T> {
     pub(super) fn new(
@@ -116,7 +116,7 @@ impl<T: Message> LifecyclePublisherState<T> {
         activation: Arc<Activation>,
         logger: Logger,
     ) -> LifecyclePublisher<T> {
-        Arc::new(Self {
+        crate::EntityHandle::new(Self {
             publisher,
             activation,
             logger,

@@ -98,7 +98,7 @@ use callbacks::{Hook, Hooks};
 use managed::Activation;
 
 use crate::base::error::{Error, Result};
-use crate::base::handle::WeakHandle;
+use crate::base::handle::WeakEntityHandle;
 use crate::base::sync::lock;
 use crate::interfaces::lifecycle_msgs::msg::TransitionEvent;
 use crate::logging::{AsLogger, Logger};
@@ -139,7 +139,7 @@ pub struct LifecycleNodeState {
     /// The user's managed entities, held weakly.
     entities: Mutex<Vec<Weak<dyn ManagedEntity>>>,
     /// Managed timers, cancelled and reset with the activation.
-    timers: Mutex<Vec<WeakHandle<TimerState>>>,
+    timers: Mutex<Vec<WeakEntityHandle<TimerState>>>,
     events: Publisher<TransitionEvent>,
     services: OnceLock<services::LifecycleServices>,
     /// The executor's runtime, entered by blocking transitions called outside any runtime
@@ -374,7 +374,10 @@ impl LifecycleNodeState {
         let timers: Vec<Timer> = {
             let mut timers = lock(&self.timers);
             timers.retain(|t| t.upgrade().is_some());
-            timers.iter().filter_map(WeakHandle::upgrade).collect()
+            timers
+                .iter()
+                .filter_map(WeakEntityHandle::upgrade)
+                .collect()
         };
         for timer in timers {
             if on {

@@ -32,7 +32,7 @@ struct GuardEntity {
 }
 
 /// A shared handle to a guard condition.
-pub type GuardCondition = crate::Handle<GuardConditionState>;
+pub type GuardCondition = crate::EntityHandle<GuardConditionState>;
 
 pub(crate) fn create_guard_condition(
     core: &Arc<WorkerCore>,
@@ -48,7 +48,9 @@ pub(crate) fn create_guard_condition(
             worker: core.clone(),
         }))
     })?;
-    Ok(crate::Handle::new(GuardConditionState { entity: guard }))
+    Ok(crate::EntityHandle::new(GuardConditionState {
+        entity: guard,
+    }))
 }
 
 impl GuardConditionState {

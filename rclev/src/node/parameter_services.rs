@@ -211,7 +211,7 @@ pub(crate) fn publish_events(
     node: String,
     clock: crate::clock::Clock,
 ) {
-    let publisher = Arc::downgrade(publisher);
+    let publisher = crate::EntityHandle::downgrade(publisher);
     params.observe(move |change| {
         let Some(publisher) = publisher.upgrade() else {
             return;

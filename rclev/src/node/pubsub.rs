@@ -24,8 +24,9 @@ use crate::runtime::fence::CallGate;
 use crate::transport::{Gid, MessageInfo, Payload, PublisherPort, ReadyHook, SubscriptionPort};
 
 /// Publishes messages of type `T` on one topic. Made by
-/// [`create_publisher`](crate::NodeState::create_publisher); the [`Publisher`] handle is an
-/// `Arc` of it, to share with callbacks.
+/// [`create_publisher`](crate::NodeState::create_publisher); the [`Publisher`] handle derefs to
+/// it and clones cheaply, to share with callbacks. Dropping the last handle unregisters the
+/// publisher at once: subscriptions stop counting it.
 ///
 /// ```
 /// use rclev::interfaces::std_msgs::msg::String as StringMsg;
@@ -55,8 +56,8 @@ pub struct PublisherState<T: Message> {
     _type: std::marker::PhantomData<fn(T)>,
 }
 
-/// A shared handle to a publisher.
-pub type Publisher<T> = Arc<PublisherState<T>>;
+/// A shared handle to a publisher; dropping the last one unregisters the publisher.
+pub type Publisher<T> = crate::EntityHandle<PublisherState<T>>;
 
 impl<T: Message> PublisherState<T> {
     pub(crate) fn create(
@@ -68,7 +69,7 @@ impl<T: Message> PublisherState<T> {
         let endpoint = topic_endpoint::<T>(core, options)?;
         let events = EventSink::create(core, format!("publisher {}", endpoint.name), handler)?;
         let port = core.node.port.create_publisher(&endpoint, events.clone())?;
-        Ok(Arc::new(Self {
+        Ok(crate::EntityHandle::new(Self {
             port,
             events,
             topic: endpoint.name,
@@ -214,7 +215,7 @@ struct SubscriptionEntity<T: Message> {
 }
 
 /// A shared handle to a subscription; dropping the last one unsubscribes.
-pub type Subscription<T> = crate::Handle<SubscriptionState<T>>;
+pub type Subscription<T> = crate::EntityHandle<SubscriptionState<T>>;
 
 pub(crate) fn create_subscription<T: Message>(
     core: &Arc<WorkerCore>,
@@ -259,7 +260,7 @@ pub(crate) fn create_subscription<T: Message>(
             worker: core.clone(),
         }))
     })?;
-    Ok(crate::Handle::new(SubscriptionState { entity: sub }))
+    Ok(crate::EntityHandle::new(SubscriptionState { entity: sub }))
 }
 
 /// Counts and reports a message that could not be decoded; the subscription goes on.

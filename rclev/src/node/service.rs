@@ -103,7 +103,7 @@ struct ServiceEntity<S: ServiceType> {
 const KEEP_ALL_IN_FLIGHT: usize = 1000;
 
 /// A shared handle to a service; dropping the last one removes the service.
-pub type Service<S> = crate::Handle<ServiceState<S>>;
+pub type Service<S> = crate::EntityHandle<ServiceState<S>>;
 
 pub(crate) fn create_service<S: ServiceType>(
     core: &Arc<WorkerCore>,
@@ -129,7 +129,7 @@ pub(crate) fn create_service<S: ServiceType>(
             max_in_flight,
         }))
     })?;
-    Ok(crate::Handle::new(ServiceState { entity: service }))
+    Ok(crate::EntityHandle::new(ServiceState { entity: service }))
 }
 
 impl<S: ServiceType> ServiceState<S> {
@@ -279,7 +279,7 @@ pub struct ClientState<S: ServiceType> {
 }
 
 /// A shared handle to a client.
-pub type Client<S> = crate::Handle<ClientState<S>>;
+pub type Client<S> = crate::EntityHandle<ClientState<S>>;
 
 pub(crate) fn create_client<S: ServiceType>(
     core: &Arc<WorkerCore>,
@@ -299,7 +299,7 @@ pub(crate) fn create_client<S: ServiceType>(
             host: core.exec.host().clone(),
         }))
     })?;
-    Ok(crate::Handle::from_arc(client))
+    Ok(crate::EntityHandle::from_arc(client))
 }
 
 impl<S: ServiceType> ClientState<S> {

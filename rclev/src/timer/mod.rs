@@ -103,7 +103,7 @@ pub struct TimerState {
 }
 
 /// A shared handle to a timer.
-pub type Timer = crate::Handle<TimerState>;
+pub type Timer = crate::EntityHandle<TimerState>;
 
 /// Creates a timer on `host`'s worker.
 pub(crate) fn create_timer<H: TimerHost>(
@@ -112,7 +112,7 @@ pub(crate) fn create_timer<H: TimerHost>(
     kind: TimerKind,
 ) -> crate::Result<Timer> {
     let core = self::core::create(host, options, kind)?;
-    Ok(crate::Handle::new(TimerState { core }))
+    Ok(crate::EntityHandle::new(TimerState { core }))
 }
 
 impl TimerState {

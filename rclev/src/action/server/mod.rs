@@ -111,7 +111,7 @@ pub struct ActionServerState<A: ActionType> {
 }
 
 /// A shared handle to an action server.
-pub type ActionServer<A> = crate::Handle<ActionServerState<A>>;
+pub type ActionServer<A> = crate::EntityHandle<ActionServerState<A>>;
 
 pub(crate) fn create_action_server<A: ActionType>(
     core: &Arc<WorkerCore>,
@@ -166,7 +166,7 @@ pub(crate) fn create_action_server<A: ActionType>(
         }))
     })?;
     inner.publish_status();
-    Ok(crate::Handle::new(ActionServerState { inner }))
+    Ok(crate::EntityHandle::new(ActionServerState { inner }))
 }
 
 impl<A: ActionType> Drop for ActionServerState<A> {

@@ -814,6 +814,26 @@ fn sigint_child() {
     let Some(mode) = std::env::var_os("RCLEV_SIGINT_CHILD") else {
         return;
     };
+    if mode == "outside" || mode == "outside_stuck" {
+        // No spin: the program polls rclev's process-wide handler.
+        rclev::executor::install_sigint_handler().unwrap();
+        assert!(!rclev::executor::sigint_received());
+        println!("ready");
+        use std::io::Write;
+        std::io::stdout().flush().unwrap();
+        while !rclev::executor::sigint_received() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        println!("received");
+        std::io::stdout().flush().unwrap();
+        if mode == "outside_stuck" {
+            // Does not wind down: only a second Ctrl-C ends it.
+            loop {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        return;
+    }
     let stuck = mode == "stuck";
     let executor = Context::default().create_basic_executor();
     let node = executor.create_node("sigint").unwrap();
@@ -887,6 +907,19 @@ fn a_second_ctrl_c_ends_a_stuck_program() {
     use std::os::unix::process::ExitStatusExt;
     let (status, out) = run_sigint_child("stuck", 2);
     assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {out}");
+}
+
+/// Outside any spin, a program that installed rclev's handler for good is told of Ctrl-C; a
+/// second one ends it.
+#[test]
+fn ctrl_c_outside_spins_is_reported_once_the_handler_is_installed() {
+    use std::os::unix::process::ExitStatusExt;
+    let (status, out) = run_sigint_child("outside", 1);
+    assert!(status.success(), "{status:?}");
+    assert!(out.contains("received"), "{out}");
+    let (status, out) = run_sigint_child("outside_stuck", 2);
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}: {out}");
+    assert!(out.contains("received"), "{out}");
 }
 
 /// Records the thread that drops it: the last reference to an executor's context.

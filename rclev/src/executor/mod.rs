@@ -15,6 +15,8 @@ use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 pub(crate) mod context;
 #[cfg(target_os = "linux")]
 mod sigint;
+#[cfg(target_os = "linux")]
+pub use sigint::{install_sigint_handler, sigint_received};
 
 #[cfg(all(test, rclev_loom))]
 mod loom_tests;
@@ -73,8 +75,9 @@ pub struct ExecutorOptions {
     pub timer_precision: TimerPrecision,
     /// While a spin runs, Ctrl-C (SIGINT) shuts the executor down so the spin returns and
     /// destructors run, as in rclcpp and rclpy; a second Ctrl-C during that ends the process.
-    /// Outside spins Ctrl-C keeps its previous meaning. Default `true`; set `false` to handle
-    /// signals yourself (e.g. with `tokio::signal`).
+    /// Outside spins Ctrl-C keeps its previous meaning, unless [`install_sigint_handler`] made
+    /// the handler the process's for good. Default `true`; set `false` to handle signals
+    /// yourself (e.g. with `tokio::signal`).
     pub handle_sigint: bool,
 }
 

@@ -9,6 +9,10 @@
 //! the default disposition and re-raises the signal, so a stuck program can always be
 //! interrupted.
 //!
+//! A program that also works outside spins (a command-line tool's loop, say) has the handler
+//! installed for the rest of the process with [`install_sigint_handler`], and polls
+//! [`sigint_received`]: the process has one SIGINT handler, rclev's, whoever asks for it.
+//!
 //! The handler itself only does async-signal-safe things: an atomic flag and a `write` to a
 //! pipe. A watcher thread, started with the first installation, reads the pipe and shuts the
 //! registered executors down.
@@ -23,6 +27,8 @@ use crate::base::sync::lock;
 struct Registry {
     spinning: Vec<Weak<ExecutorShared>>,
     holders: usize,
+    /// Whether [`install_sigint_handler`] holds the handler (for good).
+    for_good: bool,
     previous: Option<libc::sigaction>,
 }
 
@@ -33,6 +39,7 @@ unsafe impl Send for Registry {}
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     spinning: Vec::new(),
     holders: 0,
+    for_good: false,
     previous: None,
 });
 
@@ -41,6 +48,8 @@ static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
 /// Set by the handler; cleared when the last handling spin returns, so a second Ctrl-C while
 /// a spin is still winding down (a callback that does not return) ends the process.
 static PENDING: AtomicBool = AtomicBool::new(false);
+/// Set by the handler, never cleared: what [`sigint_received`] reports.
+static RECEIVED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_sigint(_signal: libc::c_int) {
     if PENDING.swap(true, Ordering::SeqCst) {
@@ -53,6 +62,7 @@ extern "C" fn on_sigint(_signal: libc::c_int) {
         }
         return;
     }
+    RECEIVED.store(true, Ordering::SeqCst);
     let fd = PIPE_WRITE.load(Ordering::SeqCst);
     if fd >= 0 {
         let byte = 1u8;
@@ -91,7 +101,9 @@ fn ensure_watcher() -> std::io::Result<()> {
                 // DDS runs). `shutdown` takes no lock of the registry's.
                 let reg = lock(&REGISTRY);
                 let executors: Vec<_> = reg.spinning.iter().filter_map(Weak::upgrade).collect();
-                tracing::info!(target: "rclev", "SIGINT: shutting down");
+                if !executors.is_empty() {
+                    tracing::info!(target: "rclev", "SIGINT: shutting down");
+                }
                 for e in &executors {
                     e.shutdown();
                 }
@@ -118,34 +130,66 @@ impl SigintGuard {
     /// installed (then Ctrl-C keeps its previous meaning; the spin itself works on).
     pub(crate) fn install(exec: &Arc<ExecutorShared>) -> Option<Self> {
         let mut reg = lock(&REGISTRY);
-        if let Err(e) = ensure_watcher() {
+        if let Err(e) = hold(&mut reg) {
             tracing::warn!(target: "rclev", "cannot handle Ctrl-C: {e}");
             return None;
         }
-        if reg.holders == 0 {
-            // SAFETY: a zeroed `sigaction` is a valid "no handler, no flags, empty mask"
-            // value, filled in below; `on_sigint` has the required `extern "C" fn(c_int)`
-            // signature and only does async-signal-safe work.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as usize;
-                action.sa_flags = libc::SA_RESTART;
-                libc::sigemptyset(&mut action.sa_mask);
-                let mut previous: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(libc::SIGINT, &action, &mut previous) != 0 {
-                    tracing::warn!(target: "rclev", "cannot handle Ctrl-C: {}", std::io::Error::last_os_error());
-                    return None;
-                }
-                reg.previous = Some(previous);
-            }
-        }
-        reg.holders += 1;
         reg.spinning.retain(|w| w.strong_count() > 0);
         reg.spinning.push(Arc::downgrade(exec));
         Some(Self {
             exec: Arc::downgrade(exec),
         })
     }
+}
+
+/// Installs the handler unless it is installed, and counts one more holder of it.
+fn hold(reg: &mut Registry) -> std::io::Result<()> {
+    ensure_watcher()?;
+    if reg.holders == 0 {
+        // SAFETY: a zeroed `sigaction` is a valid "no handler, no flags, empty mask" value,
+        // filled in below; `on_sigint` has the required `extern "C" fn(c_int)` signature and
+        // only does async-signal-safe work.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            let mut previous: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(libc::SIGINT, &action, &mut previous) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            reg.previous = Some(previous);
+        }
+    }
+    reg.holders += 1;
+    Ok(())
+}
+
+/// Installs rclev's Ctrl-C (SIGINT) handler for the rest of the process's life, as
+/// `rclcpp::init` does; without this call it is installed only while a spin with
+/// [`ExecutorOptions::handle_sigint`](super::ExecutorOptions::handle_sigint) runs.
+///
+/// The first Ctrl-C then shuts down the executors spinning with `handle_sigint` (as during any
+/// spin) and makes [`sigint_received`] true, which a program that works outside spins polls to
+/// wind down. Any later Ctrl-C ends the process by SIGINT's default action (a shell reports
+/// status 130), so a program that does not wind down can still be interrupted. Calling it
+/// again does nothing. An error means the handler could not be installed: Ctrl-C keeps its
+/// previous meaning. The handler replaces SIGINT's previous disposition for the whole
+/// process; do not combine it with another SIGINT handler (`tokio::signal::ctrl_c`, say).
+pub fn install_sigint_handler() -> std::io::Result<()> {
+    let mut reg = lock(&REGISTRY);
+    if !reg.for_good {
+        // A holder that never lets go: the disposition is never restored.
+        hold(&mut reg)?;
+        reg.for_good = true;
+    }
+    Ok(())
+}
+
+/// Whether rclev's SIGINT handler (see [`install_sigint_handler`]) has caught a Ctrl-C in this
+/// process. It stays true once set.
+pub fn sigint_received() -> bool {
+    RECEIVED.load(Ordering::SeqCst)
 }
 
 impl Drop for SigintGuard {

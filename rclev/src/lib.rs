@@ -28,7 +28,8 @@
 // (tests/layers.rs checks both).
 // Layer 0: plain data and primitives that import nothing else of the crate.
 mod base;
-// Layer 1: messages, interfaces, QoS, parameters, names.
+// Layer 1: messages, interfaces, QoS, endpoint options (name, QoS, delivery), parameters, names.
+mod endpoint;
 pub mod interfaces;
 pub mod msg;
 mod names;
@@ -60,6 +61,7 @@ pub use arguments::Arguments;
 pub use base::error::{DeliveryError, Error, NameKind, Result};
 pub use base::handle::{EntityHandle, WeakEntityHandle};
 pub use clock::{Clock, ClockChange, ClockType, JumpHandle, JumpThreshold, Rate, Time, TimeJump};
+pub use endpoint::{Delivery, IntoPrimitiveOptions, PrimitiveOptions};
 pub use executor::context::Context;
 pub use executor::{
     ErrorHandler, Executor, ExecutorCommands, ExecutorDiagnostics, ExecutorOptions, RuntimeChoice,
@@ -77,8 +79,7 @@ pub use parameter::{
     ParameterType, ParameterValue, SetCallbackHandle, TypedParameter,
 };
 pub use qos::{
-    Delivery, Durability, History, IntoPrimitiveOptions, Liveliness, PrimitiveOptions, QoSProfile,
-    QosEvent, QosEventHandler, Reliability,
+    Durability, History, Liveliness, QoSProfile, QosEvent, QosEventHandler, Reliability,
 };
 pub use timer::{
     IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerOptions,

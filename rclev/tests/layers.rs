@@ -6,7 +6,7 @@
 //! | layer | folders |
 //! | --- | --- |
 //! | 0 | `base/`: the error type, lock aliases, handles, throttling, CDR, the goal and lifecycle state machines, log severities |
-//! | 1 | `msg/`, `interfaces/`, `qos/`, `parameter/`, `names/` |
+//! | 1 | `msg/`, `interfaces/`, `qos/`, `endpoint/` (an entity's name, QoS and delivery options), `parameter/`, `names/` |
 //! | 2 | `clock/`, `transport/`, `arguments/` (`--ros-args`), `log_setup/` (logger levels, console output) |
 //! | 3 | `runtime/`: the runtime core (mailbox, dispatch, worker loop, fence, alarm, direct delivery, callbacks) |
 //! | 4 | `timer/` |
@@ -21,6 +21,7 @@ pub const LAYERS: &[(&str, u8)] = &[
     ("msg/", 1),
     ("interfaces/", 1),
     ("qos/", 1),
+    ("endpoint/", 1),
     ("parameter/", 1),
     ("names/", 1),
     ("clock/", 2),

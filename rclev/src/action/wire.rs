@@ -2,10 +2,11 @@
 //! with their QoS, for the server and the client alike.
 
 use crate::base::error::Result;
+use crate::endpoint::IntoPrimitiveOptions;
 use crate::msg::{Message, ServiceType};
 use crate::node::entity::{service_endpoint, topic_endpoint};
 use crate::node::WorkerCore;
-use crate::qos::{IntoPrimitiveOptions, QoSProfile};
+use crate::qos::QoSProfile;
 use crate::transport::{ServiceEndpoint, TopicEndpoint};
 
 /// A topic of action `name` (already expanded): `feedback` or `status`.

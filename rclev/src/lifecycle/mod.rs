@@ -100,11 +100,11 @@ use managed::Activation;
 use crate::base::error::{Error, Result};
 use crate::base::handle::WeakEntityHandle;
 use crate::base::sync::lock;
+use crate::endpoint::IntoPrimitiveOptions;
 use crate::interfaces::lifecycle_msgs::msg::TransitionEvent;
 use crate::logging::{AsLogger, Logger};
 use crate::msg::Message;
 use crate::node::{IntoNodeOptions, Node, NodeState, Publisher};
-use crate::qos::IntoPrimitiveOptions;
 use crate::timer::{IntoTimerCallback, IntoTimerOptions, Timer, TimerState};
 
 /// Where the state machine is.

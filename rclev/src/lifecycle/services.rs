@@ -12,9 +12,10 @@ use std::sync::{Arc, Weak};
 use super::LifecycleNodeState;
 use crate::base::error::Result;
 use crate::base::lifecycle_state::{CallbackReturn, State, Transition, TransitionRequest};
+use crate::endpoint::IntoPrimitiveOptions;
 use crate::interfaces::lifecycle_msgs::{msg, srv};
 use crate::node::Service;
-use crate::qos::{IntoPrimitiveOptions, QoSProfile};
+use crate::qos::QoSProfile;
 
 /// The node's lifecycle services; dropping it withdraws them.
 pub(super) struct LifecycleServices {

@@ -38,7 +38,7 @@ macro_rules! entity_creation_methods {
         #[doc = $crate::node::creation::creation_example!($on, create_publisher)]
         pub fn create_publisher<T: $crate::msg::Message>(
             &self,
-            options: impl $crate::qos::IntoPrimitiveOptions,
+            options: impl $crate::endpoint::IntoPrimitiveOptions,
         ) -> $crate::base::error::Result<$crate::node::Publisher<T>> {
             $crate::node::PublisherState::create(&self.core, options)
         }
@@ -48,7 +48,7 @@ macro_rules! entity_creation_methods {
         #[doc = $crate::node::creation::creation_example!($on, create_subscription)]
         pub fn create_subscription<T: $crate::msg::Message, F>(
             &self,
-            options: impl $crate::qos::IntoPrimitiveOptions,
+            options: impl $crate::endpoint::IntoPrimitiveOptions,
             callback: F,
         ) -> $crate::base::error::Result<$crate::node::Subscription<T>>
         where
@@ -72,7 +72,7 @@ macro_rules! entity_creation_methods {
         #[doc = $crate::node::creation::creation_example!($on, create_subscription_with_info)]
         pub fn create_subscription_with_info<T: $crate::msg::Message, F>(
             &self,
-            options: impl $crate::qos::IntoPrimitiveOptions,
+            options: impl $crate::endpoint::IntoPrimitiveOptions,
             mut callback: F,
         ) -> $crate::base::error::Result<$crate::node::Subscription<T>>
         where
@@ -99,7 +99,7 @@ macro_rules! entity_creation_methods {
         #[doc = $crate::node::creation::creation_example!($on, create_async_subscription)]
         pub fn create_async_subscription<T: $crate::msg::Message, F, Fut>(
             &self,
-            options: impl $crate::qos::IntoPrimitiveOptions,
+            options: impl $crate::endpoint::IntoPrimitiveOptions,
             callback: F,
         ) -> $crate::base::error::Result<$crate::node::Subscription<T>>
         where
@@ -120,7 +120,7 @@ macro_rules! entity_creation_methods {
         #[doc = $crate::node::creation::creation_example!($on, create_subscription_stream)]
         pub fn create_subscription_stream<T: $crate::msg::Message>(
             &self,
-            options: impl $crate::qos::IntoPrimitiveOptions,
+            options: impl $crate::endpoint::IntoPrimitiveOptions,
         ) -> $crate::base::error::Result<$crate::node::SubscriptionStream<T>> {
             $crate::node::SubscriptionStream::create(&self.core, options)
         }
@@ -130,7 +130,7 @@ macro_rules! entity_creation_methods {
         #[doc = $crate::node::creation::creation_example!($on, create_service)]
         pub fn create_service<S: $crate::msg::ServiceType, F>(
             &self,
-            options: impl $crate::qos::IntoPrimitiveOptions,
+            options: impl $crate::endpoint::IntoPrimitiveOptions,
             callback: F,
         ) -> $crate::base::error::Result<$crate::node::Service<S>>
         where
@@ -150,7 +150,7 @@ macro_rules! entity_creation_methods {
         #[doc = $crate::node::creation::creation_example!($on, create_async_service)]
         pub fn create_async_service<S: $crate::msg::ServiceType, F, Fut>(
             &self,
-            options: impl $crate::qos::IntoPrimitiveOptions,
+            options: impl $crate::endpoint::IntoPrimitiveOptions,
             callback: F,
         ) -> $crate::base::error::Result<$crate::node::Service<S>>
         where
@@ -169,7 +169,7 @@ macro_rules! entity_creation_methods {
         #[doc = $crate::node::creation::creation_example!($on, create_client)]
         pub fn create_client<S: $crate::msg::ServiceType>(
             &self,
-            options: impl $crate::qos::IntoPrimitiveOptions,
+            options: impl $crate::endpoint::IntoPrimitiveOptions,
         ) -> $crate::base::error::Result<$crate::node::Client<S>> {
             $crate::node::service::create_client(&self.core, options)
         }

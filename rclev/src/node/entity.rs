@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::worker_core::WorkerCore;
 use crate::base::error::{Error, Result};
+use crate::endpoint::IntoPrimitiveOptions;
 use crate::msg::Message;
-use crate::qos::IntoPrimitiveOptions;
 use crate::runtime::core::WorkerHost;
 use crate::runtime::dispatch::EntityDispatch;
 use crate::runtime::executable::Executable;

@@ -7,9 +7,10 @@
 use super::service::{create_service, ServiceCallback};
 use super::{NodeState, Service};
 use crate::base::error::Result;
+use crate::endpoint::IntoPrimitiveOptions;
 use crate::interfaces::rcl_interfaces::{msg, srv};
 use crate::logging::{logger_level, set_logger_level, LogLevel};
-use crate::qos::{IntoPrimitiveOptions, QoSProfile};
+use crate::qos::QoSProfile;
 
 /// The two services; dropping it withdraws them.
 pub(crate) struct LoggerServices {

@@ -33,13 +33,14 @@ use crate::arguments::Arguments;
 use crate::base::error::Result;
 use crate::base::sync::lock;
 use crate::clock::{Clock, ClockType, Rate, RosTimeSource};
+use crate::endpoint::IntoPrimitiveOptions;
 use crate::executor::ExecutorShared;
 use crate::logging::Logger;
 use crate::parameter::{
     Parameter, ParameterDescriptor, ParameterValue, Parameters, SetCallbackHandle,
     SetParametersResult,
 };
-use crate::qos::{IntoPrimitiveOptions, QoSProfile};
+use crate::qos::QoSProfile;
 use crate::timer::IntoTimerCallback;
 
 /// A ROS 2 node. Entities created through it run on its default worker; a

@@ -16,10 +16,11 @@ use std::sync::{Arc, Weak};
 use super::service::{create_service, ServiceCallback};
 use super::{NodeState, Publisher, Service};
 use crate::base::error::Result;
+use crate::endpoint::IntoPrimitiveOptions;
 use crate::interfaces::rcl_interfaces::{msg as rcl, srv};
 use crate::msg::ServiceType;
 use crate::parameter::{Parameter, ParameterChange, ParameterError, ParameterValue, Parameters};
-use crate::qos::{IntoPrimitiveOptions, QoSProfile};
+use crate::qos::QoSProfile;
 
 /// The node's parameter services; dropping it withdraws them.
 pub(crate) struct ParameterServices {

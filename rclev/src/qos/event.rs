@@ -4,6 +4,11 @@
 //! Statuses carry cumulative totals and the change since the endpoint last reported: two
 //! events of a kind that arrive before the first was handled merge into one whose changes add
 //! up (see [`QosEvent::merge`]), so nothing is lost when events are coalesced.
+//!
+//! A [`QosEventHandler`] is how an entity's creation options name the code that hears them.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use super::QosPolicyKind;
 
@@ -162,6 +167,34 @@ impl QosEvent {
             (_, later) => return Err(later),
         }
         Ok(())
+    }
+}
+
+/// A QoS event handler given in an entity's options: it runs on the entity's worker for each
+/// event, from the ones its creation raised on (a clash with endpoints that were there first).
+///
+/// Cloning it, or the options that hold it, shares the one handler: every entity created from
+/// the clones calls it, one call at a time.
+#[derive(Clone)]
+pub struct QosEventHandler(Arc<Mutex<dyn FnMut(QosEvent) + Send>>);
+
+impl QosEventHandler {
+    /// Wraps `handler`.
+    pub fn new(handler: impl FnMut(QosEvent) + Send + 'static) -> Self {
+        Self(Arc::new(Mutex::new(handler)))
+    }
+
+    /// Calls the handler. A panic in an earlier call leaves it usable: the state it mutates is
+    /// the user's, and the panic was reported where it happened.
+    pub(crate) fn call(&self, event: QosEvent) {
+        let mut handler = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        (*handler)(event)
+    }
+}
+
+impl fmt::Debug for QosEventHandler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("QosEventHandler(..)")
     }
 }
 

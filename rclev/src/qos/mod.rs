@@ -12,14 +12,12 @@ use crate::base::error::{Error, Result};
 
 pub(crate) mod compat;
 pub mod event;
-mod options;
 
 pub use compat::{Incompatibility, QosPolicyKind, QosRole};
 pub use event::{
     CountStatus, IncompatibleQosStatus, LivelinessChangedStatus, MatchedStatus, QosEvent,
-    QosEventKind,
+    QosEventHandler, QosEventKind,
 };
-pub use options::{Delivery, IntoPrimitiveOptions, PrimitiveOptions, QosEventHandler};
 
 /// How many samples a reader or writer keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

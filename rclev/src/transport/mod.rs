@@ -38,7 +38,7 @@ pub trait ReadyHook: Send + Sync {
 
     /// Something became ready, pushed from the transport's own receive thread, which is not
     /// the publisher's and may lend itself to run the entity's work right there (see
-    /// [`Delivery::Direct`](crate::qos::Delivery::Direct)); then this returns once that work
+    /// [`Delivery::Direct`](crate::Delivery::Direct)); then this returns once that work
     /// has run. The transport must hold none of its own locks while calling this. By default
     /// the same as [`ready`](Self::ready).
     fn ready_on_receive_thread(&self) {

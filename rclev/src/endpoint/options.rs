@@ -1,10 +1,8 @@
 //! What an entity is created with: its name, QoS, and for topic endpoints where its callback
 //! runs and who hears its QoS events.
 
-use std::fmt;
-use std::sync::{Arc, Mutex};
-
-use super::{QoSProfile, QosEvent};
+use super::Delivery;
+use crate::qos::{QoSProfile, QosEvent, QosEventHandler};
 
 /// Options for a publisher, subscription, service or client: the name plus QoS.
 ///
@@ -22,62 +20,6 @@ pub struct PrimitiveOptions {
     /// [`IntoPrimitiveOptions::event_handler`]). Services and clients have no QoS events and
     /// refuse one.
     pub event_handler: Option<QosEventHandler>,
-}
-
-/// A QoS event handler given in an entity's options: it runs on the entity's worker for each
-/// event, from the ones its creation raised on (a clash with endpoints that were there first).
-///
-/// Cloning it, or the options that hold it, shares the one handler: every entity created from
-/// the clones calls it, one call at a time.
-#[derive(Clone)]
-pub struct QosEventHandler(Arc<Mutex<dyn FnMut(QosEvent) + Send>>);
-
-impl QosEventHandler {
-    /// Wraps `handler`.
-    pub fn new(handler: impl FnMut(QosEvent) + Send + 'static) -> Self {
-        Self(Arc::new(Mutex::new(handler)))
-    }
-
-    /// Calls the handler. A panic in an earlier call leaves it usable: the state it mutates is
-    /// the user's, and the panic was reported where it happened.
-    pub(crate) fn call(&self, event: QosEvent) {
-        let mut handler = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        (*handler)(event)
-    }
-}
-
-impl fmt::Debug for QosEventHandler {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("QosEventHandler(..)")
-    }
-}
-
-/// Where a subscription's callback runs.
-///
-/// By default ([`Delivery::Worker`]) every callback runs on its worker: the transport's receive
-/// thread queues the message and wakes the worker. Waking a parked worker costs 15–40 µs and two
-/// context switches per message burst, which is most of what a short callback costs over DDS.
-///
-/// [`Delivery::Direct`] removes that hand-off for callbacks that are short: when the worker is
-/// parked with nothing queued, the transport's receive thread runs the callback itself, still
-/// as one of the worker's callbacks (never at the same time as another of them, only while the
-/// executor spins, with its payload, panics reported). When the worker is busy or the executor
-/// does not spin, the message goes the default way. Only transports with a receive thread of
-/// their own (DDS) deliver directly; async callbacks always run on their worker.
-///
-/// On DDS the receive thread is Fast DDS's, inside the reader's listener with the reader's lock
-/// held, so a direct callback must be short and must not block: no waiting for a service reply
-/// or for another message (the receive thread that would bring it is the one waiting), no long
-/// computation (other readers of the participant wait behind it). Creating DDS entities in it
-/// fails with [`Error::Transport`](crate::Error::Transport) rather than risk Fast
-/// DDS's discovery lock order; dropping them is deferred until the callback has returned.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Delivery {
-    /// The callback runs on its worker (the default).
-    #[default]
-    Worker,
-    /// The callback may run on the transport's receive thread when its worker is idle.
-    Direct,
 }
 
 /// Conversion into [`PrimitiveOptions`], implemented for names and options.

@@ -324,7 +324,7 @@ pub(crate) fn refuse_on_listener_thread(what: &str) -> rclev::Result<()> {
         return Err(rclev::Error::Transport(format!(
             "cannot create a DDS {what} inside a directly delivered callback (it runs on Fast \
              DDS's receive thread with a reader's lock held): create it beforehand, or use \
-             Delivery::Worker"
+             Delivery::Worker (an adaptively delivered callback runs on its worker from now on)"
         )));
     }
     Ok(())

@@ -61,7 +61,7 @@ pub use arguments::Arguments;
 pub use base::error::{DeliveryError, Error, NameKind, Result};
 pub use base::handle::{EntityHandle, WeakEntityHandle};
 pub use clock::{Clock, ClockChange, ClockType, JumpHandle, JumpThreshold, Rate, Time, TimeJump};
-pub use endpoint::{Delivery, IntoPrimitiveOptions, PrimitiveOptions};
+pub use endpoint::{AdaptiveDeliveryState, Delivery, IntoPrimitiveOptions, PrimitiveOptions};
 pub use executor::context::Context;
 pub use executor::{
     ErrorHandler, Executor, ExecutorCommands, ExecutorDiagnostics, ExecutorOptions, RuntimeChoice,

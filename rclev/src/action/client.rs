@@ -22,6 +22,7 @@ use crate::node::entity::{bind_entity, decode, decode_owned, report_malformed};
 use crate::node::events::WarningHook;
 use crate::node::graph::wait_on_graph;
 use crate::node::WorkerCore;
+use crate::runtime::adaptive::note_receive_thread_hazard;
 use crate::runtime::dispatch::EntityDispatch;
 use crate::runtime::executable::{ExecContext, Executable, MAX_BATCH};
 use crate::transport::{ClientPort, Payload, ReadyHook, SubscriptionPort};
@@ -151,6 +152,8 @@ fn call<Req: Message, Resp>(
     }
     let (tx, rx) = oneshot::channel();
     let mut w = lock(waiters);
+    // A callback that sends a request may wait for its reply: never on a receive thread.
+    note_receive_thread_hazard();
     let seq = port.send_request(Payload::Shared(Arc::new(request)))?;
     w.insert(seq, tx);
     Ok(rx)

@@ -6,5 +6,5 @@
 mod delivery;
 mod options;
 
-pub use delivery::Delivery;
+pub use delivery::{AdaptiveDeliveryState, Delivery};
 pub use options::{IntoPrimitiveOptions, PrimitiveOptions};

@@ -63,7 +63,7 @@ impl IntoPrimitiveOptions for &str {
         PrimitiveOptions {
             name: self.to_string(),
             qos: QoSProfile::default(),
-            delivery: Delivery::Worker,
+            delivery: Delivery::default(),
             event_handler: None,
         }
     }
@@ -74,7 +74,7 @@ impl IntoPrimitiveOptions for String {
         PrimitiveOptions {
             name: self,
             qos: QoSProfile::default(),
-            delivery: Delivery::Worker,
+            delivery: Delivery::default(),
             event_handler: None,
         }
     }

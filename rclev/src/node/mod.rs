@@ -41,6 +41,7 @@ use crate::parameter::{
     SetParametersResult,
 };
 use crate::qos::QoSProfile;
+use crate::runtime::adaptive::HazardNotingPort;
 use crate::timer::IntoTimerCallback;
 
 /// A ROS 2 node. Entities created through it run on its default worker; a
@@ -143,7 +144,7 @@ impl NodeState {
                 namespace: namespace.clone(),
             })?;
         let identity = Arc::new(NodeIdentity {
-            port,
+            port: Arc::new(HazardNotingPort(port)),
             clock: match exec.virtual_time() {
                 Some(_) => Clock::virtual_of(source, ClockType::RosTime, exec.life().clone()),
                 None => Clock::from_source(source, exec.life().clone()),

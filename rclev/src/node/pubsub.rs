@@ -13,12 +13,14 @@ use super::events::{EventSink, WarningHook};
 use super::worker_core::WorkerCore;
 use crate::base::error::{DeliveryError, Error, Result};
 use crate::base::sync::lock;
+use crate::endpoint::AdaptiveDeliveryState;
 use crate::endpoint::{Delivery, IntoPrimitiveOptions};
 use crate::msg::Message;
 use crate::qos::{QoSProfile, QosEvent};
+use crate::runtime::adaptive::timed_run;
 use crate::runtime::callback::Callback;
 use crate::runtime::core::WorkerHost;
-use crate::runtime::direct::WorkerLender;
+use crate::runtime::direct::{running_direct, WorkerLender};
 use crate::runtime::dispatch::EntityDispatch;
 use crate::runtime::executable::{ExecContext, Executable, MAX_BATCH};
 use crate::runtime::fence::CallGate;
@@ -226,7 +228,11 @@ pub(crate) fn create_subscription<T: Message>(
     let mut options = options.into_primitive_options();
     let handler = options.event_handler.take();
     // Async callbacks run on their worker's task whatever the option says.
-    let direct = options.delivery == Delivery::Direct && callback.is_sync();
+    let delivery = if callback.is_sync() {
+        options.delivery
+    } else {
+        Delivery::Worker
+    };
     let mut endpoint = topic_endpoint::<T>(core, options)?;
     let receiver = match callback {
         SubscriptionCallback::Message(f) => Receiver::Message(f, Vec::with_capacity(MAX_BATCH)),
@@ -238,11 +244,16 @@ pub(crate) fn create_subscription<T: Message>(
     let label = format!("subscription {}", endpoint.name);
     let events = EventSink::create(core, label.clone(), handler)?;
     let sub = bind_entity(core, true, |dispatch| {
-        if direct {
-            dispatch.set_direct(Box::new(WorkerLender::new(
+        let lender = || {
+            Box::new(WorkerLender::new(
                 core.mailbox.clone(),
                 core.exec.host().clone(),
-            )));
+            ))
+        };
+        match delivery {
+            Delivery::Adaptive => dispatch.set_adaptive(lender()),
+            Delivery::Direct => dispatch.set_direct(lender()),
+            Delivery::Worker => {}
         }
         let port =
             core.node
@@ -274,6 +285,13 @@ impl<T: Message> SubscriptionState<T> {
     /// The fully qualified topic name.
     pub fn topic_name(&self) -> &str {
         &self.entity.topic
+    }
+    /// What [adaptive delivery](Delivery::Adaptive) has learnt about this subscription's
+    /// callback: whether it may run on the transport's receive thread now, how often it ran
+    /// there and on its worker, and how often a long run sent it back. `None` for a
+    /// subscription delivered otherwise (an explicit [`Delivery`], or an async callback).
+    pub fn delivery_state(&self) -> Option<AdaptiveDeliveryState> {
+        self.entity.dispatch.adaptive_state()
     }
     /// Messages dropped because the KeepLast history was full before the callback took them.
     pub fn lost_count(&self) -> u64 {
@@ -337,23 +355,27 @@ impl<T: Message> SubscriptionEntity<T> {
         arg: impl Fn(Arc<T>, I) -> A,
     ) -> bool {
         let host = self.worker.exec.host();
+        let (adaptive, direct) = (self.dispatch.adaptive(), running_direct());
         for (payload, info) in taken {
-            let msg = match decode::<T>(payload) {
-                Ok(msg) => msg,
-                Err(reason) => {
-                    report_malformed(&self.malformed, host, &self.topic, reason);
-                    continue;
-                }
-            };
-            let still_subscribed = || !self.closed.load(Ordering::SeqCst);
-            let call = callback.call(
-                cx,
-                &self.label,
-                host,
-                arg(msg, info),
-                Some(&self.gate),
-                still_subscribed,
-            );
+            // Timed for adaptive delivery: decoding is part of what a receive thread would do.
+            let call = timed_run(adaptive, direct, || {
+                let msg = match decode::<T>(payload) {
+                    Ok(msg) => msg,
+                    Err(reason) => {
+                        report_malformed(&self.malformed, host, &self.topic, reason);
+                        return Ok(());
+                    }
+                };
+                let still_subscribed = || !self.closed.load(Ordering::SeqCst);
+                callback.call(
+                    cx,
+                    &self.label,
+                    host,
+                    arg(msg, info),
+                    Some(&self.gate),
+                    still_subscribed,
+                )
+            });
             if call.is_err() {
                 // Dropping the iterator empties the buffer it drains.
                 return false;

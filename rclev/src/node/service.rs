@@ -19,6 +19,7 @@ use crate::base::sync::lock;
 use crate::endpoint::IntoPrimitiveOptions;
 use crate::msg::ServiceType;
 use crate::qos::History;
+use crate::runtime::adaptive::note_receive_thread_hazard;
 use crate::runtime::callback::payload_of;
 use crate::runtime::dispatch::EntityDispatch;
 use crate::runtime::executable::{ExecContext, Executable, MAX_BATCH};
@@ -339,6 +340,8 @@ impl<S: ServiceType> ClientState<S> {
             // Registered before sending, under the lock the response path takes, so even an
             // instant response finds its waiter.
             let mut pending = lock(&self.pending);
+            // A callback that sends a request may wait for its reply: never on a receive thread.
+            note_receive_thread_hazard();
             self.port
                 .send_request(Payload::Shared(Arc::new(request)))
                 .inspect(|&seq| {

@@ -34,7 +34,7 @@ crate::base::sync::thread_local! {
 }
 
 /// Whether this thread is running a callback directly, on behalf of a worker.
-fn running_direct() -> bool {
+pub(crate) fn running_direct() -> bool {
     RUNNING_DIRECT.with(Cell::get)
 }
 

@@ -31,15 +31,21 @@
 //! cannot be borrowed the push falls back to [`notify`](EntityDispatch::notify), so nothing is
 //! lost; items the direct run leaves queue an entry as the worker would.
 //!
+//! An entity with adaptive delivery (`Delivery::Adaptive`, see `adaptive`) has a runner too,
+//! used only while its runs have proven short; until then (and after a long run) the push
+//! goes to [`notify`](EntityDispatch::notify).
+//!
 //! The loom model in `executor/loom_tests.rs` checks this protocol on the real worker loop
 //! (`run_worker`, `run_batch`) together with the mailbox's parking: calling `begin` after the
 //! entity's `execute` in `run_batch` makes it deadlock.
 
 use std::sync::{Arc, OnceLock, Weak};
 
+use super::adaptive::AdaptiveDelivery;
 use super::executable::{Coalescing, Executable};
 use super::mailbox::{MailItem, Mailbox};
 use crate::base::sync::{AtomicBool, Ordering};
+use crate::endpoint::AdaptiveDeliveryState;
 use crate::transport::ReadyHook;
 
 /// Runs an entity on the calling (receive) thread as one of its worker's callbacks, if the
@@ -57,6 +63,8 @@ pub(crate) struct EntityDispatch {
     mailbox: Arc<Mailbox>,
     /// Set for entities delivered directly on receive threads.
     direct: OnceLock<Box<dyn DirectRunner>>,
+    /// Set for entities delivered directly only once proven short (`Delivery::Adaptive`).
+    adaptive: OnceLock<AdaptiveDelivery>,
 }
 
 impl EntityDispatch {
@@ -68,12 +76,30 @@ impl EntityDispatch {
             target: OnceLock::new(),
             mailbox,
             direct: OnceLock::new(),
+            adaptive: OnceLock::new(),
         })
     }
 
     /// Lets receive threads run the entity directly (before [`bind`](Self::bind)).
     pub(crate) fn set_direct(&self, runner: Box<dyn DirectRunner>) {
         let _ = self.direct.set(runner);
+    }
+
+    /// Lets receive threads run the entity directly once it has proven short, and only while
+    /// it stays so (before [`bind`](Self::bind); see `adaptive`).
+    pub(crate) fn set_adaptive(&self, runner: Box<dyn DirectRunner>) {
+        let _ = self.adaptive.set(AdaptiveDelivery::default());
+        let _ = self.direct.set(runner);
+    }
+
+    /// The entity's adaptive delivery, if it has one: its callbacks are timed through it.
+    pub(crate) fn adaptive(&self) -> Option<&AdaptiveDelivery> {
+        self.adaptive.get()
+    }
+
+    /// What adaptive delivery has learnt so far; `None` unless adaptively delivered.
+    pub(crate) fn adaptive_state(&self) -> Option<AdaptiveDeliveryState> {
+        self.adaptive.get().map(AdaptiveDelivery::state)
     }
 
     /// Binds the entity. With `deliver_now`, one entry is queued at once so anything that
@@ -142,8 +168,18 @@ impl ReadyHook for EntityDispatch {
 
     fn ready_on_receive_thread(&self) {
         if let Some(runner) = self.direct.get() {
+            // Asked first: the first question starts adaptive delivery's timing of calls.
+            let allowed = self
+                .adaptive
+                .get()
+                .is_none_or(AdaptiveDelivery::direct_allowed);
             // A queued entry means the worker has work: it takes this item too.
             if self.pending.load(Ordering::Acquire) {
+                return;
+            }
+            // Not proven short (yet, or any more): the worker runs it.
+            if !allowed {
+                self.notify();
                 return;
             }
             if let Some(entity) = self.target.get().and_then(Weak::upgrade) {

@@ -3,7 +3,9 @@
 #include "rclev-dds/cpp/shim.h"
 #include "rclev-dds/src/ffi.rs.h"
 
+#include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -165,8 +167,9 @@ std::vector<uint8_t> from_slice(rust::Slice<const uint8_t> s) {
 // ---- the opaque-CDR type -----------------------------------------------------------------
 
 // A sample as the type sees it. Writing: bytes borrowed from Rust (`ptr`, `len`), or an
-// encoder that writes them into Fast DDS's payload. Taking: the bytes copied into a Rust-owned
-// buffer (`taken`), or refused for being longer than `max_len`.
+// encoder that writes them into Fast DDS's payload. Taking: what the reader's Rust sink kept
+// of the bytes Fast DDS lent (`taken`: a value decoded from them, or a copy), or refused for
+// being longer than `max_len`.
 struct BlobSample {
     const uint8_t* ptr = nullptr;
     uint32_t len = 0;
@@ -174,15 +177,18 @@ struct BlobSample {
     // straight into the payload, which is reserved at `len` bytes (the encoder's capacity).
     PayloadEncoder* encoder = nullptr;
 
+    // Set for taking (take_samples): the sink that decides what to keep of the bytes.
+    const ReaderSink* sink = nullptr;
     size_t max_len = SIZE_MAX;
-    bool has_taken = false;
     bool refused = false;
-    rust::Vec<uint8_t> taken;
+    std::optional<rust::Box<Taken>> taken;
 };
 
-// A TopicDataType that carries the ROS DDS type name and copies CDR bytes as they are
-// (encapsulation header included). Keyless, no TypeObject: ROS 2 endpoints match by topic
-// and type name only. Its methods run inside Fast DDS calls and never throw.
+// A TopicDataType that carries the ROS DDS type name and passes CDR bytes as they are
+// (encapsulation header included): written from Rust's bytes or encoder, and lent to the
+// reader's Rust sink when taken, which keeps a decoded message or a copy. Keyless, no
+// TypeObject: ROS 2 endpoints match by topic and type name only. Its methods run inside Fast
+// DDS calls and never throw.
 class BlobType : public dds::TopicDataType {
 public:
     explicit BlobType(const std::string& name) {
@@ -242,9 +248,13 @@ public:
             s->refused = true;
             return true;
         }
+        if (s->sink == nullptr) {
+            return false;  // not a take of rclev's: nothing to keep the sample with
+        }
         try {
-            s->taken = copy_bytes(as_slice(payload->data, payload->length));
-            s->has_taken = true;
+            // The payload is Fast DDS's (the reader history's change), lent for this call
+            // only: the Rust sink decodes it into a typed value right here, or copies it.
+            s->taken.emplace(s->sink->keep(as_slice(payload->data, payload->length)));
             return true;
         } catch (...) {
             return false;
@@ -305,16 +315,18 @@ SampleMeta meta_of(const dds::SampleInfo& info) {
     return meta;
 }
 
-// Takes up to `max` samples out of the reader's history and hands each to the sink as a
-// Rust-owned buffer (or reports it refused for its length); how many were taken.
+// Takes up to `max` samples out of the reader's history and hands each to the sink as what
+// the sink kept of it while deserializing (or reports it refused for its length); how many
+// were taken.
 size_t take_samples(dds::DataReader* reader, const ReaderSink& sink, size_t max_len,
                     size_t max) {
     BlobSample sample;
+    sample.sink = &sink;
     sample.max_len = max_len;
     dds::SampleInfo info;
     size_t taken = 0;
     while (taken < max) {
-        sample.has_taken = false;
+        sample.taken.reset();
         sample.refused = false;
         if (reader->take_next_sample(&sample, &info) != ReturnCode_t::RETCODE_OK) {
             break;
@@ -325,9 +337,10 @@ size_t take_samples(dds::DataReader* reader, const ReaderSink& sink, size_t max_
         }
         if (sample.refused) {
             sink.on_refused(sample.len, meta_of(info));
-        } else if (sample.has_taken) {
-            sample.has_taken = false;
-            sink.on_sample(std::move(sample.taken), meta_of(info));
+        } else if (sample.taken.has_value()) {
+            rust::Box<Taken> kept = std::move(*sample.taken);
+            sample.taken.reset();
+            sink.on_sample(std::move(kept), meta_of(info));
         }
     }
     return taken;
@@ -734,6 +747,11 @@ SampleIdentity write_blob(dds::DataWriter* writer, const std::string& topic, Blo
 
 SampleIdentity DdsWriter::write(rust::Slice<const uint8_t> data,
                                 const SampleIdentity& related) const {
+    if (data.size() > UINT32_MAX) {
+        // RTPS payload lengths are 32-bit: cut to that, the sample would be another one.
+        throw std::length_error("a sample of " + std::to_string(data.size()) +
+                                " bytes is longer than a DDS sample can be (4 GiB)");
+    }
     BlobSample sample;
     sample.ptr = data.data();
     sample.len = static_cast<uint32_t>(data.size());

@@ -142,8 +142,12 @@ pub(crate) mod bridge {
         fn listener_failed(what: &str, detail: &[u8]);
 
         type ReaderSink;
-        /// A sample taken (CDR with its encapsulation header), in a buffer Rust owns.
-        fn on_sample(self: &ReaderSink, data: Vec<u8>, meta: &SampleMeta);
+        /// What a reader keeps of a sample's bytes (CDR with its encapsulation header) while
+        /// Fast DDS lends them: called by the shim's type from inside `take_next_sample`, the
+        /// reader's lock held. Its typed value decoded from them, or a copy of them.
+        fn keep(self: &ReaderSink, data: &[u8]) -> Box<Taken>;
+        /// A sample taken: what `keep` made of it, with its metadata.
+        fn on_sample(self: &ReaderSink, sample: Box<Taken>, meta: &SampleMeta);
         /// A sample of `len` bytes refused for being longer than the reader's `max_sample_len`.
         fn on_refused(self: &ReaderSink, len: usize, meta: &SampleMeta);
         /// An on-demand reader has samples to take.
@@ -152,6 +156,8 @@ pub(crate) mod bridge {
 
         type WriterSink;
         fn on_event(self: &WriterSink, event: &EndpointEvent);
+
+        type Taken;
 
         type PayloadEncoder;
         /// Encodes the sample into Fast DDS's payload buffer; its length, or 0 if it did not
@@ -236,10 +242,24 @@ unsafe impl Send for bridge::DdsReader {}
 // SAFETY: as above.
 unsafe impl Sync for bridge::DdsReader {}
 
+/// What a reader kept of a sample taken out of Fast DDS's history.
+pub(crate) enum Taken {
+    /// Its bytes (CDR with its encapsulation header), copied out of Fast DDS's buffer.
+    Bytes(Vec<u8>),
+    /// Its typed value, decoded straight from Fast DDS's buffer (a [`Payload::Shared`]'s).
+    ///
+    /// [`Payload::Shared`]: rclev::transport::Payload::Shared
+    Decoded(Arc<dyn Any + Send + Sync>),
+    /// Nothing: keeping it panicked (reported); the sample is dropped.
+    Lost,
+}
+
 /// What a reader's listener reports.
 pub(crate) trait ReaderHandler: Send + Sync {
-    /// A sample was taken (CDR with its encapsulation header).
-    fn sample(&self, data: Vec<u8>, meta: &bridge::SampleMeta);
+    /// What to keep of a sample's bytes, which Fast DDS lends for this call only.
+    fn keep(&self, data: &[u8]) -> Taken;
+    /// A sample was taken: what [`keep`](Self::keep) made of it.
+    fn sample(&self, taken: Taken, meta: &bridge::SampleMeta);
     /// A sample of `len` bytes was refused: longer than the type can be.
     fn refused(&self, len: usize, meta: &bridge::SampleMeta);
     /// An on-demand reader has samples to take.
@@ -438,10 +458,11 @@ impl<T: Send + 'static> Drop for Guarded<T> {
     }
 }
 
-/// The Rust side of a reader's listener: hands each call to its handler at once. Samples
-/// arrive as buffers Rust owns (the shim's type copies each sample out of Fast DDS's history
-/// with [`copy_bytes`], the one copy every reader makes); the subscription queues that very
-/// buffer.
+/// The Rust side of a reader's listener: hands each call to its handler at once. The shim's
+/// type lends each sample's bytes to [`keep`](Self::keep) while they are still in Fast DDS's
+/// history; what that makes of them (a typed value decoded from them, or a copy: the one copy
+/// of the sample rclev makes either way) comes back with the sample's metadata in
+/// `on_sample`, and the subscription queues that very value or buffer.
 pub(crate) struct ReaderSink {
     handler: Box<dyn ReaderHandler>,
 }
@@ -451,8 +472,13 @@ impl ReaderSink {
         Self { handler }
     }
 
-    fn on_sample(&self, data: Vec<u8>, meta: &bridge::SampleMeta) {
-        guarded("sample", || self.handler.sample(data, meta));
+    fn keep(&self, data: &[u8]) -> Box<Taken> {
+        let mut taken = Taken::Lost;
+        guarded("sample", || taken = self.handler.keep(data));
+        Box::new(taken)
+    }
+    fn on_sample(&self, sample: Box<Taken>, meta: &bridge::SampleMeta) {
+        guarded("sample", || self.handler.sample(*sample, meta));
     }
     fn on_refused(&self, len: usize, meta: &bridge::SampleMeta) {
         guarded("refused sample", || self.handler.refused(len, meta));

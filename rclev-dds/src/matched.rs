@@ -2,6 +2,7 @@
 //! counts `publisher_count`/`subscription_count` report, and the set a service waits on
 //! before it answers a client whose reply reader it has only just discovered.
 
+use std::any::Any;
 use std::collections::HashSet;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 use rclev::transport::{EventHook, Gid};
 
 use crate::ffi::bridge::{EndpointEvent, EventKind};
-use crate::ffi::{ReaderHandler, WriterHandler};
+use crate::ffi::{ReaderHandler, Taken, WriterHandler};
 use crate::graph::GraphCache;
 use crate::qos::{reader_event, writer_event};
 
@@ -94,6 +95,19 @@ impl WriterHandler for WriterEvents {
 
 /// What a reader does with what its listener reports.
 pub(crate) trait SampleSink: Send + Sync {
+    /// Decodes a sample's bytes (CDR with its encapsulation header) into a typed value while
+    /// Fast DDS lends them (inside a take, the reader's lock held): that decode is then the
+    /// only copy made of the sample. `None` (the default: readers of bytes, and bytes that
+    /// do not decode) keeps a copy of the bytes instead, for [`sample`](Self::sample). Input
+    /// from the network: it must not panic.
+    fn decode(&self, data: &[u8]) -> Option<Arc<dyn Any + Send + Sync>> {
+        let _ = data;
+        None
+    }
+    /// A sample [`decode`](Self::decode) made a value of.
+    fn decoded(&self, value: Arc<dyn Any + Send + Sync>, meta: &crate::ffi::bridge::SampleMeta) {
+        let _ = (value, meta);
+    }
     /// A sample taken (CDR with its encapsulation header), in a buffer it may keep.
     fn sample(&self, data: Vec<u8>, meta: &crate::ffi::bridge::SampleMeta);
     /// A sample of `len` bytes refused, longer than the reader's type can be. Only readers
@@ -114,8 +128,19 @@ pub(crate) struct ReaderEvents<S> {
 }
 
 impl<S: SampleSink + 'static> ReaderHandler for ReaderEvents<S> {
-    fn sample(&self, data: Vec<u8>, meta: &crate::ffi::bridge::SampleMeta) {
-        self.sink.sample(data, meta);
+    fn keep(&self, data: &[u8]) -> Taken {
+        match self.sink.decode(data) {
+            Some(value) => Taken::Decoded(value),
+            None => Taken::Bytes(data.to_vec()),
+        }
+    }
+
+    fn sample(&self, taken: Taken, meta: &crate::ffi::bridge::SampleMeta) {
+        match taken {
+            Taken::Bytes(data) => self.sink.sample(data, meta),
+            Taken::Decoded(value) => self.sink.decoded(value, meta),
+            Taken::Lost => {}
+        }
     }
 
     fn refused(&self, len: usize, meta: &crate::ffi::bridge::SampleMeta) {

@@ -1,13 +1,15 @@
 //! Publishers and subscriptions over DDS writers and readers.
 //!
 //! A KeepLast subscription takes every sample on Fast DDS's receive thread (the shim's
-//! listener) into its own queue, which keeps the ROS history (the oldest dropped and counted
-//! lost), and rings its [`ReadyHook`]: the executor is pushed, never polls. A KeepAll one
-//! leaves samples in Fast DDS's history and rings the hook; its worker takes them (see
-//! `inbox`). A subscription with `Delivery::Direct` may have its callback run right there, on
-//! the receive thread, when its worker is idle. Lock order: the reader slot, then the queue
-//! mutex (a leaf); hooks are called after both are released.
+//! listener), decoded straight from Fast DDS's buffer (see `SubscriptionInbox`), into its own
+//! queue, which keeps the ROS history (the oldest dropped and counted lost), and rings its
+//! [`ReadyHook`]: the executor is pushed, never polls. A KeepAll one leaves samples in Fast
+//! DDS's history and rings the hook; its worker takes (and decodes) them (see `inbox`). A
+//! subscription with `Delivery::Direct` may have its callback run right there, on the receive
+//! thread, when its worker is idle. Lock order: the reader slot, then the queue mutex (a
+//! leaf); hooks are called after both are released.
 
+use std::any::Any;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -17,8 +19,8 @@ use cxx::UniquePtr;
 use rclev::msg::CdrError;
 use rclev::qos::QosRole;
 use rclev::transport::{
-    EndpointInfo, EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort, ReadyHook,
-    SubscriptionPort, TopicEndpoint, TypeSupport,
+    DeserializeFn, EndpointInfo, EndpointKind, EventHook, Gid, MessageInfo, Payload, PublisherPort,
+    ReadyHook, SubscriptionPort, TopicEndpoint, TypeSupport,
 };
 use rclev::{DeliveryError, Error, QoSProfile, Result};
 
@@ -39,7 +41,8 @@ pub(crate) struct DdsPublisher {
     matched: Arc<Matched>,
     type_support: TypeSupport,
     /// The encoded size of the last message that went through `with_cdr`: room to reserve
-    /// in Fast DDS's payload for encoding the next ones in place. 0 before the first.
+    /// in Fast DDS's payload for encoding the next ones in place, for a type support that
+    /// cannot size a message itself. 0 before the first.
     size_hint: AtomicUsize,
     gid: Gid,
     qos: QoSProfile,
@@ -91,18 +94,43 @@ impl DdsPublisher {
             _announced: announced,
         })
     }
+
+    /// The room to reserve in Fast DDS's payload for encoding `value` straight into it, or
+    /// `None` to encode it into a buffer of rclev's own first.
+    ///
+    /// With a type support that can size its encoding (every generated type), the exact
+    /// length: a pass over the message that writes nothing (a 4 MiB image's pixels are one
+    /// field, counted, not read), so the first message of a topic and one larger than the
+    /// last are encoded in place too, once, like every other. Without one, the last length
+    /// seen plus headroom, once a message has been encoded the other way.
+    fn in_place_capacity(&self, value: &(dyn Any + Send + Sync)) -> Result<Option<u32>> {
+        if let Some(encoded_len) = self.type_support.encoded_len() {
+            let len = encoded_len(value)?;
+            return match u32::try_from(len) {
+                Ok(len) => Ok(Some(len)),
+                // RTPS payload lengths are 32-bit.
+                Err(_) => Err(Error::Transport(format!(
+                    "a message of {len} bytes is longer than a DDS sample can be (4 GiB)"
+                ))),
+            };
+        }
+        Ok(match self.size_hint.load(Ordering::Relaxed) {
+            0 => None,
+            hint => payload_capacity(hint),
+        })
+    }
 }
 
 impl PublisherPort for DdsPublisher {
     fn publish(&self, msg: Payload) -> Result<(), DeliveryError<Payload>> {
         // A message encoded straight into Fast DDS's payload: no copy through a buffer of
-        // rclev's own. Once the topic's message size is known, and while messages fit.
+        // rclev's own.
         if let (Payload::Shared(value), Some(encode)) =
             (&msg, self.type_support.serialize_in_place())
         {
-            let capacity = match self.size_hint.load(Ordering::Relaxed) {
-                0 => None,
-                hint => payload_capacity(hint),
+            let capacity = match self.in_place_capacity(&**value) {
+                Ok(capacity) => capacity,
+                Err(error) => return Err(DeliveryError { error, value: msg }),
             };
             if let Some(capacity) = capacity {
                 let mut encoder = PayloadEncoder::new(value.clone(), encode);
@@ -153,15 +181,26 @@ pub(crate) fn system_time(ns: i64) -> SystemTime {
 
 /// What the listener shares with the subscription port: the ROS history (see `inbox` for
 /// its bound and policy) and the count of what was received.
+///
+/// Samples are queued as the messages the subscription's callback gets: decoded with its type
+/// support straight from Fast DDS's buffer while the shim's type deserializes them (the one
+/// copy rclev makes of a sample), and queued as `Payload::Shared`. Samples of types without a
+/// decoder (the CLI's dynamic ones) and samples that do not decode are queued as their bytes
+/// (`Payload::Serialized`, copied once); the node layer reports the latter as malformed, with
+/// the decoder's reason, as for any wire bytes. A KeepLast queue may drop a decoded message
+/// for a newer one: decoding happens before the history's bound applies (as copying did).
 struct SubscriptionInbox {
-    inbox: Inbox<(Vec<u8>, MessageInfo)>,
+    inbox: Inbox<(Payload, MessageInfo)>,
+    /// The subscription's decoder, if its type has one.
+    decode: Option<DeserializeFn>,
     /// Messages received so far, for `reception_sequence_number`; written by whoever pushes
     /// (the receive thread, or an on-demand take on the worker), one at a time.
     received: AtomicU64,
 }
 
-impl SampleSink for SubscriptionInbox {
-    fn sample(&self, data: Vec<u8>, meta: &SampleMeta) {
+impl SubscriptionInbox {
+    /// Queues a message received; rings the hook when this is Fast DDS's receive thread.
+    fn queue(&self, payload: Payload, meta: &SampleMeta) {
         let info = MessageInfo {
             source_timestamp: system_time(meta.source_timestamp_ns),
             received_timestamp: system_time(meta.reception_timestamp_ns),
@@ -170,12 +209,28 @@ impl SampleSink for SubscriptionInbox {
             reception_sequence_number: self.received.fetch_add(1, Ordering::Relaxed) + 1,
             from_intra_process: false,
         };
-        self.inbox.push((data, info));
+        self.inbox.push((payload, info));
         if !self.inbox.on_demand() {
             // This is Fast DDS's receive thread: a directly delivered subscription's callback
             // may run right here (`Delivery::Direct`).
             self.inbox.received(true);
         }
+    }
+}
+
+impl SampleSink for SubscriptionInbox {
+    fn decode(&self, data: &[u8]) -> Option<Arc<dyn Any + Send + Sync>> {
+        // A sample that does not decode is kept as bytes: the node layer decodes those again
+        // and reports the same error, counted as for any malformed message.
+        self.decode.and_then(|decode| decode(data).ok())
+    }
+
+    fn decoded(&self, value: Arc<dyn Any + Send + Sync>, meta: &SampleMeta) {
+        self.queue(Payload::Shared(value), meta);
+    }
+
+    fn sample(&self, data: Vec<u8>, meta: &SampleMeta) {
+        self.queue(Payload::Serialized(Box::new(data)), meta);
     }
 
     fn refused(&self, len: usize, meta: &SampleMeta) {
@@ -212,6 +267,7 @@ impl DdsSubscription {
         let fill = Fill::of(qos.history);
         let shared = Arc::new(SubscriptionInbox {
             inbox: Inbox::new(&endpoint.name, fill, ready),
+            decode: ts.deserialize(),
             received: AtomicU64::new(0),
         });
         let parts = node.new_reader(
@@ -252,7 +308,7 @@ impl DdsSubscription {
         &self,
         max: usize,
         out: &mut Vec<T>,
-        f: impl FnMut((Vec<u8>, MessageInfo)) -> T,
+        f: impl FnMut((Payload, MessageInfo)) -> T,
     ) -> bool {
         let maybe_more = fill_on_demand(&self.shared.inbox, &self.reader, max);
         let mut items = self.shared.inbox.items();
@@ -270,13 +326,11 @@ impl SubscriptionPort for DdsSubscription {
     }
 
     fn take_batch(&self, max: usize, out: &mut Vec<(Payload, MessageInfo)>) -> bool {
-        self.take_into(max, out, |(bytes, info)| {
-            (Payload::Serialized(Box::new(bytes)), info)
-        })
+        self.take_into(max, out, |taken| taken)
     }
 
     fn take_payloads(&self, max: usize, out: &mut Vec<Payload>) -> bool {
-        self.take_into(max, out, |(bytes, _)| Payload::Serialized(Box::new(bytes)))
+        self.take_into(max, out, |(payload, _)| payload)
     }
 
     fn lost_count(&self) -> u64 {
@@ -320,5 +374,78 @@ impl SubscriptionPort for DdsSubscription {
 impl Drop for DdsSubscription {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::ReaderHandler;
+    use crate::graph::GraphCache;
+    use crate::matched::ReaderEvents;
+    use rclev::interfaces::std_msgs::msg::Int64;
+
+    struct Quiet;
+    impl ReadyHook for Quiet {
+        fn ready(&self) {}
+    }
+
+    const META: SampleMeta = SampleMeta {
+        identity: NO_IDENTITY,
+        related: NO_IDENTITY,
+        source_timestamp_ns: 0,
+        reception_timestamp_ns: 0,
+    };
+
+    /// A KeepLast(8) subscription's inbox decoding with `decode`, and the listener over it.
+    fn listener(decode: Option<DeserializeFn>) -> ReaderEvents<SubscriptionInbox> {
+        ReaderEvents {
+            sink: Arc::new(SubscriptionInbox {
+                inbox: Inbox::new("/t", Fill::KeepLast(8), Arc::new(Quiet)),
+                decode,
+                received: AtomicU64::new(0),
+            }),
+            matched: Arc::default(),
+            graph: Arc::new(GraphCache::default()),
+            hook: Arc::new(()),
+        }
+    }
+
+    /// Passes `bytes` through the listener as the shim does: lent to `keep`, then taken.
+    fn receive(listener: &ReaderEvents<SubscriptionInbox>, bytes: &[u8]) {
+        let kept = listener.keep(bytes);
+        listener.sample(kept, &META);
+    }
+
+    /// A typed subscription queues the message decoded from the lent bytes; bytes that do not
+    /// decode, and every sample of a type without a decoder, are queued as bytes (the node
+    /// layer reports the former as malformed, and decodes the latter itself).
+    #[test]
+    fn samples_are_queued_decoded_or_as_their_bytes() {
+        let cdr = rclev::msg::to_cdr(&Int64 { data: 5 }).unwrap();
+        let typed = listener(TypeSupport::of::<Int64>().deserialize());
+        receive(&typed, &cdr);
+        receive(&typed, &cdr[..6]);
+        let items = typed.sink.inbox.items();
+        assert!(
+            matches!(&items[0].0, Payload::Shared(v) if v.downcast_ref::<Int64>() == Some(&Int64 { data: 5 })),
+            "{:?}",
+            items[0].0
+        );
+        assert!(
+            matches!(&items[1].0, Payload::Serialized(b) if b[..] == cdr[..6]),
+            "{:?}",
+            items[1].0
+        );
+        assert_eq!(items[1].1.reception_sequence_number, 2);
+
+        let untyped = listener(None);
+        receive(&untyped, &cdr);
+        let items = untyped.sink.inbox.items();
+        assert!(
+            matches!(&items[0].0, Payload::Serialized(b) if b[..] == cdr[..]),
+            "{:?}",
+            items[0].0
+        );
     }
 }

@@ -176,7 +176,8 @@ pub struct CdrWriter<'a> {
 /// Where a [`CdrWriter`] writes: a vector it grows, or a fixed slice (a transport's own
 /// payload buffer, so that a message is encoded where it is sent from, without a copy).
 /// A write that does not fit a slice is dropped and remembered: the encoding as a whole then
-/// fails with [`CdrError::NoRoom`] (see [`CdrWriter::finish_in_slice`]).
+/// fails with [`CdrError::NoRoom`] (see [`CdrWriter::finish_in_slice`]). Or nowhere: only the
+/// length is counted, to size such a buffer before encoding into it.
 #[derive(Debug)]
 enum Out<'a> {
     Vec(&'a mut Vec<u8>),
@@ -185,6 +186,7 @@ enum Out<'a> {
         len: usize,
         overflowed: bool,
     },
+    Count(usize),
 }
 
 impl Out<'_> {
@@ -193,6 +195,7 @@ impl Out<'_> {
         match self {
             Out::Vec(v) => v.len(),
             Out::Slice { len, .. } => *len,
+            Out::Count(len) => *len,
         }
     }
 
@@ -218,6 +221,7 @@ impl Out<'_> {
                 }
                 None => *overflowed = true,
             },
+            Out::Count(len) => *len += bytes.len(),
         }
     }
 
@@ -265,13 +269,25 @@ impl<'a> CdrWriter<'a> {
         }
     }
 
+    /// A writer that writes nothing and only counts: its
+    /// [`finish_in_slice`](Self::finish_in_slice) is the length the same writes take in a
+    /// buffer (alignment counted from `body_start`, as for [`in_slice`](Self::in_slice)). A
+    /// transport sizes its own payload buffer with it, then encodes into that buffer once.
+    pub fn counting(body_start: usize) -> CdrWriter<'static> {
+        CdrWriter {
+            buf: Out::Count(0),
+            origin: body_start,
+        }
+    }
+
     /// Writes bytes as they are, with no alignment (an encapsulation header).
     pub fn write_raw(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
 
     /// How many bytes a writer made with [`in_slice`](Self::in_slice) wrote, or
-    /// [`CdrError::NoRoom`] if they did not all fit; for a vector writer, the vector's length.
+    /// [`CdrError::NoRoom`] if they did not all fit; for a vector writer, the vector's length;
+    /// for a [`counting`](Self::counting) one, the bytes counted.
     pub fn finish_in_slice(self) -> Result<usize, CdrError> {
         match self.buf {
             Out::Slice {
@@ -1339,7 +1355,19 @@ mod tests {
 
     fn write_items(items: &[Item]) -> Vec<u8> {
         let mut buf = vec![0x00, 0x01, 0x00, 0x00];
-        let mut w = CdrWriter::new(&mut buf);
+        put_items(&mut CdrWriter::new(&mut buf), items);
+        buf
+    }
+
+    /// The length a counting writer finds for `items`, header included.
+    fn count_items(items: &[Item]) -> usize {
+        let mut w = CdrWriter::counting(4);
+        w.write_raw(&[0x00, 0x01, 0x00, 0x00]);
+        put_items(&mut w, items);
+        w.finish_in_slice().unwrap()
+    }
+
+    fn put_items(w: &mut CdrWriter<'_>, items: &[Item]) {
         for item in items {
             match item {
                 Item::Bool(v) => w.write_bool(*v),
@@ -1374,7 +1402,6 @@ mod tests {
                 Item::WStrSeq(v) => w.write_wstring_sequence(v, None, Some(64)).unwrap(),
             }
         }
-        buf
     }
 
     fn read_items(bytes: &[u8], like: &[Item]) -> Result<Vec<Item>, CdrError> {
@@ -1561,6 +1588,8 @@ mod tests {
         fn round_trip(items in proptest::collection::vec(any_item(), 1..12)) {
             let written = write_items(&items);
             prop_assert_eq!(hex(&written), hex(&model(&items, false)));
+            // A counting writer finds the length the encoding takes.
+            prop_assert_eq!(count_items(&items), written.len());
             for be in [false, true] {
                 let mut bytes = model(&items, be);
                 prop_assert_eq!(read_items(&bytes, &items), Ok(items.clone()));
@@ -1614,5 +1643,6 @@ mod tests {
             }
         }
         assert_eq!(hex(&write_items(&items)), hex(&model(&items, false)));
+        assert_eq!(count_items(&items), model(&items, false).len());
     }
 }

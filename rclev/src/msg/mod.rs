@@ -201,6 +201,26 @@ pub fn to_cdr_in_slice<T: Message>(msg: &T, buf: &mut [u8]) -> Result<usize> {
     Ok(w.finish_in_slice()?)
 }
 
+/// How many bytes the CDR encapsulation of a message takes (what [`to_cdr`] would return the
+/// length of), found by a pass over the message that writes nothing. A transport sizes its
+/// own payload buffer with it and then encodes into that buffer once
+/// ([`to_cdr_in_slice`]): no encoding is copied, whatever the message's size.
+///
+/// Fails as [`to_cdr_into`] does (a bounded field over its bound, a length over 32 bits).
+///
+/// ```
+/// use rclev::interfaces::std_msgs::msg::String as StringMsg;
+/// use rclev::msg::{cdr_len, to_cdr};
+/// let msg = StringMsg { data: "hello".into() };
+/// assert_eq!(cdr_len(&msg).unwrap(), to_cdr(&msg).unwrap().len());
+/// ```
+pub fn cdr_len<T: Message>(msg: &T) -> Result<usize> {
+    let mut w = CdrWriter::counting(CDR_LE_HEADER.len());
+    w.write_raw(&CDR_LE_HEADER);
+    msg.encode_cdr(&mut w)?;
+    Ok(w.finish_in_slice()?)
+}
+
 /// Serializes a message into a new CDR-encapsulated buffer.
 ///
 /// ```

@@ -7,7 +7,8 @@
 //! calls when something arrives and an [`EventHook`] for QoS events, and the entity later
 //! calls `take_*` from its worker. Messages travel as a [`Payload`]: a shared Rust value in
 //! process, CDR bytes on a wire; the node layer decodes bytes once, with the entity's
-//! [`TypeSupport`].
+//! [`TypeSupport`]. A wire transport may decode them itself, with the same type support,
+//! straight from its engine's buffer, and hand over shared values (one copy fewer).
 //!
 //! `docs/transport.md` in the repository is the guide for implementers: what each call must
 //! guarantee, and what the in-process transport guarantees beyond that.
@@ -28,7 +29,7 @@ mod payload;
 pub use graph::{EndpointInfo, EndpointKind, GraphNotifier, GraphSnapshot, NodeName};
 pub use ids::{Gid, MessageInfo, RequestId};
 pub use intra::IntraProcess;
-pub use payload::{EncodeInPlace, Payload, SerializeFn, TypeSupport};
+pub use payload::{DeserializeFn, EncodeInPlace, EncodedLenFn, Payload, SerializeFn, TypeSupport};
 
 /// Called by a transport when an endpoint has something to take. Must be cheap and must not
 /// block: it runs on the publishing thread (or the transport's receive thread).

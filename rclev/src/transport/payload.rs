@@ -12,6 +12,8 @@ use crate::msg::{Message, TypeInfo};
 #[non_exhaustive]
 pub enum Payload {
     /// A Rust value shared with every in-process receiver: never copied, never serialized.
+    /// Also what a wire transport hands over when it decodes received bytes itself, with the
+    /// subscription's [`TypeSupport::deserialize`].
     Shared(Arc<dyn Any + Send + Sync>),
     /// CDR bytes with their 4-byte encapsulation header, as a wire transport receives them.
     /// The node layer decodes them once, with the receiver's [`TypeSupport`]. Boxed so that a
@@ -81,6 +83,8 @@ pub struct TypeSupport {
     rust_type: TypeId,
     serialize: SerializeFn,
     serialize_in_place: Option<EncodeInPlace>,
+    encoded_len: Option<EncodedLenFn>,
+    deserialize: Option<DeserializeFn>,
 }
 
 /// Appends the CDR encoding (with encapsulation header) of a [`Payload::Shared`] value to the
@@ -89,6 +93,13 @@ pub type SerializeFn = fn(&(dyn Any + Send + Sync), &mut Vec<u8>) -> Result<()>;
 
 /// Encodes a shared value, CDR-encapsulated, into the start of a fixed buffer; its length.
 pub type EncodeInPlace = fn(&(dyn Any + Send + Sync), &mut [u8]) -> Result<usize>;
+
+/// The length of a shared value's CDR encoding (with encapsulation header), found without
+/// encoding it.
+pub type EncodedLenFn = fn(&(dyn Any + Send + Sync)) -> Result<usize>;
+
+/// Decodes CDR bytes (with encapsulation header) into a value for [`Payload::Shared`].
+pub type DeserializeFn = fn(&[u8]) -> Result<Arc<dyn Any + Send + Sync>>;
 
 impl std::fmt::Debug for TypeSupport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -113,11 +124,19 @@ impl TypeSupport {
         fn ser_in_place<T: Message>(v: &(dyn Any + Send + Sync), buf: &mut [u8]) -> Result<usize> {
             crate::msg::to_cdr_in_slice(message::<T>(v)?, buf)
         }
+        fn len<T: Message>(v: &(dyn Any + Send + Sync)) -> Result<usize> {
+            crate::msg::cdr_len(message::<T>(v)?)
+        }
+        fn de<T: Message>(bytes: &[u8]) -> Result<Arc<dyn Any + Send + Sync>> {
+            Ok(Arc::new(crate::msg::from_cdr::<T>(bytes)?))
+        }
         Self {
             info: TypeInfo::of::<T>(),
             rust_type: TypeId::of::<T>(),
             serialize: ser::<T>,
             serialize_in_place: Some(ser_in_place::<T>),
+            encoded_len: Some(len::<T>),
+            deserialize: Some(de::<T>),
         }
     }
 
@@ -137,6 +156,10 @@ impl TypeSupport {
     /// rclev's transports check the lengths they are given against their buffers as well,
     /// so a wrong encoder corrupts messages, never memory; the contract is what they and the
     /// peers rely on for the messages to be right.
+    ///
+    /// Such a type has no [`encoded_len`](Self::encoded_len) and no
+    /// [`deserialize`](Self::deserialize): a wire transport hands its subscriptions the bytes
+    /// as received ([`Payload::Serialized`]), which the caller decodes itself.
     pub unsafe fn from_raw_parts(
         info: TypeInfo,
         rust_type: TypeId,
@@ -148,6 +171,8 @@ impl TypeSupport {
             rust_type,
             serialize,
             serialize_in_place,
+            encoded_len: None,
+            deserialize: None,
         }
     }
 
@@ -172,6 +197,26 @@ impl TypeSupport {
         self.serialize_in_place
     }
 
+    /// The length of a [`Payload::Shared`] value's CDR encoding (with encapsulation header),
+    /// found by a pass over the value that writes nothing: a wire transport reserves exactly
+    /// that much in its own send buffer and encodes into it once with
+    /// [`serialize_in_place`](Self::serialize_in_place). `None` for types made with
+    /// [`from_raw_parts`](Self::from_raw_parts).
+    pub fn encoded_len(&self) -> Option<EncodedLenFn> {
+        self.encoded_len
+    }
+
+    /// Decodes CDR bytes (with encapsulation header) into the value a [`Payload::Shared`] of
+    /// this type holds (of [`rust_type`](Self::rust_type)). A wire transport may decode what
+    /// it receives with it while its engine still lends it the bytes, and hand the
+    /// subscription `Payload::Shared` (no copy of the bytes of its own); bytes that do not
+    /// decode it hands over as [`Payload::Serialized`], for the node layer to report as
+    /// malformed. `None` for types made with [`from_raw_parts`](Self::from_raw_parts), whose
+    /// subscribers read the bytes themselves.
+    pub fn deserialize(&self) -> Option<DeserializeFn> {
+        self.deserialize
+    }
+
     /// Whether endpoints of the two types may be matched: same ROS 2 type name and hash.
     pub fn same_interface(&self, other: &TypeSupport) -> bool {
         self.info.type_name == other.info.type_name && self.info.hash == other.info.hash
@@ -182,6 +227,19 @@ impl TypeSupport {
 mod tests {
     use super::*;
     use crate::interfaces::std_msgs::msg::Int64;
+
+    #[test]
+    fn typed_supports_size_and_decode_what_they_encode() {
+        let ts = TypeSupport::of::<Int64>();
+        let value = Int64 { data: -9 };
+        let mut cdr = Vec::new();
+        ts.serialize(&value, &mut cdr).unwrap();
+        assert_eq!((ts.encoded_len().unwrap())(&value).unwrap(), cdr.len());
+        let decoded = (ts.deserialize().unwrap())(&cdr).unwrap();
+        assert_eq!(decoded.downcast_ref::<Int64>(), Some(&value));
+        assert!((ts.deserialize().unwrap())(&cdr[..6]).is_err());
+        assert!((ts.encoded_len().unwrap())(&"another type").is_err());
+    }
 
     #[test]
     fn serialized_payloads_serialize_to_themselves() {

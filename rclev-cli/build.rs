@@ -8,6 +8,8 @@ use std::path::Path;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=DEP_FASTRTPS_LIBDIRS");
+    // The rcl benchmark variant looks for the ROS 2 venv where it was at build time too.
+    println!("cargo:rerun-if-env-changed=RCLEV_ORACLE_VENV");
     if let Ok(dirs) = std::env::var("DEP_FASTRTPS_LIBDIRS") {
         for dir in dirs.split(':').filter(|d| !d.is_empty()) {
             // RPATH rather than RUNPATH: it also serves libfastrtps's own dependencies.

@@ -14,6 +14,12 @@
 //!   the same samples (checked against rclev's encoder at start).
 //! - `ddsperf`: Cyclone DDS's own benchmark tool (Debian `cyclonedds-tools`), type `KS` with
 //!   `size` chosen so that its serialized sample has the same length as ours.
+//! - `rcl`: ROS 2 Jazzy's rcl (the C library under rclcpp, rclpy and r2r) on rmw_fastrtps_cpp
+//!   and the same Fast DDS 2.14: a C program (`rclev-cli/bench/rcl_pubsub.c`) compiled at run
+//!   time against the PyPI wheels in rclev's venv ([`rcl`]), publishing with `rcl_publish` and
+//!   taking with `rcl_wait` + `rcl_take` until empty, as an rcl-based executor does. Same
+//!   topics, QoS and payload; its samples are checked at start to be byte for byte rclev's.
+//!   Skipped, with a note, when there is no venv or no C compiler.
 //!
 //! Each variant runs two phases per message size, every phase with two fresh processes (the
 //! `rclev` binary re-executed with the hidden `bench-dds-role` sub-command, or `ddsperf`):
@@ -32,10 +38,20 @@
 //! its own and `ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`.
 //! Repetitions interleave the variants (and reverse their order every other repetition) so
 //! that a noisy spell of the VM hits all of them; the table shows medians, and the ratios are
-//! the medians of the per-repetition ratios.
+//! the medians of the per-repetition ratios. A case that fails (a variant that cannot move a
+//! size, say) is shown as such in the table; the run goes on with the others.
+//!
+//! `--scenario many` measures a robot's shape instead ([`many`]): one process publishes on 10
+//! topics at 1 kHz each (`--ping-hz`), 16 B by default; the other has 5 subscriptions on each
+//! topic, 50 on one node (one worker, default delivery), and records the latency from the send
+//! time each message carries to its callback: CPU per received message (both processes, and
+//! the receiver alone) and latency p50/p99, for `rclev` against `raw` (50 readers with
+//! listeners on the bare engine), and `rclev-direct` if asked.
 
 mod ddsperf;
+mod many;
 mod procs;
+mod rcl;
 mod roles;
 
 use std::path::Path;
@@ -54,8 +70,38 @@ const INSIDE: &str = "RCLEV_BENCH_DDS_NETNS";
 /// How long a process may take to start and match its peer.
 const START_LIMIT: Duration = Duration::from_secs(30);
 
+/// What `rclev bench pubsub --transport dds` measures.
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Scenario {
+    /// One publisher and one subscription per process pair: throughput, then round trip.
+    Pair,
+    /// A robot's shape: 10 topics at `--ping-hz` each into 50 subscriptions on one node.
+    Many,
+}
+
+impl Scenario {
+    /// The sizes measured when `--sizes` is not given.
+    pub fn default_sizes(self) -> Vec<usize> {
+        match self {
+            Scenario::Pair => vec![16, 65536],
+            Scenario::Many => vec![16],
+        }
+    }
+
+    /// The variants measured when `--variants` is not given.
+    pub fn default_variants(self) -> Vec<String> {
+        let names: &[&str] = match self {
+            Scenario::Pair => &["rclev", "rclev-direct", "raw", "rcl", "ddsperf"],
+            Scenario::Many => &["rclev", "raw"],
+        };
+        names.iter().map(|n| n.to_string()).collect()
+    }
+}
+
 /// What `rclev bench pubsub --transport dds` was asked for.
 pub struct Options<'a> {
+    /// Which measurement.
+    pub scenario: Scenario,
     /// Seconds per measurement window (each phase of each case).
     pub secs: f64,
     /// Seconds of traffic before each window starts.
@@ -64,9 +110,10 @@ pub struct Options<'a> {
     pub sizes: Vec<usize>,
     /// Runs of every case; the table shows medians.
     pub repeat: usize,
-    /// Which of `rclev`, `rclev-direct`, `raw`, `ddsperf` to run.
+    /// Which of `rclev`, `rclev-direct`, `raw`, `rcl`, `ddsperf` to run.
     pub variants: Vec<String>,
-    /// Round trips per second in the latency phase (1000 by default).
+    /// Round trips per second in the latency phase (1000 by default); in the many scenario,
+    /// messages per second on each topic.
     pub ping_hz: f64,
     /// Where to write the rows as JSON.
     pub json: Option<&'a Path>,
@@ -79,6 +126,7 @@ enum Variant {
     RclevDirect,
     Raw,
     Ddsperf,
+    Rcl,
 }
 
 impl Variant {
@@ -88,6 +136,17 @@ impl Variant {
             Variant::RclevDirect => "rclev-direct",
             Variant::Raw => "raw",
             Variant::Ddsperf => "ddsperf",
+            Variant::Rcl => "rcl",
+        }
+    }
+
+    /// The engine of this binary's role processes that the variant runs on, if it does.
+    fn engine(self) -> Option<roles::Engine> {
+        match self {
+            Variant::Rclev => Some(roles::Engine::Rclev),
+            Variant::RclevDirect => Some(roles::Engine::RclevDirect),
+            Variant::Raw => Some(roles::Engine::Raw),
+            Variant::Ddsperf | Variant::Rcl => None,
         }
     }
 }
@@ -194,10 +253,22 @@ pub fn run(options: Options<'_>) -> Result {
         )
         .into());
     }
+    if options.scenario == Scenario::Many {
+        if let Some(v) = variants.iter().find(|v| v.engine().is_none()) {
+            return Err(format!(
+                "the many scenario runs rclev, rclev-direct and raw, not {}",
+                v.name()
+            )
+            .into());
+        }
+    }
     if std::env::var_os(INSIDE).is_none() {
         return reexec_in_netns();
     }
-    run_inside(&options, &variants)
+    match options.scenario {
+        Scenario::Pair => run_inside(&options, &variants),
+        Scenario::Many => many::run(&options, &variants),
+    }
 }
 
 fn parse_variants(names: &[String]) -> Result<Vec<Variant>> {
@@ -208,9 +279,10 @@ fn parse_variants(names: &[String]) -> Result<Vec<Variant>> {
             "rclev-direct" => Variant::RclevDirect,
             "raw" => Variant::Raw,
             "ddsperf" => Variant::Ddsperf,
+            "rcl" => Variant::Rcl,
             other => {
                 return Err(format!(
-                    "unknown variant {other:?}: rclev, rclev-direct, raw or ddsperf"
+                    "unknown variant {other:?}: rclev, rclev-direct, raw, rcl or ddsperf"
                 )
                 .into())
             }
@@ -249,12 +321,34 @@ fn reexec_in_netns() -> Result {
 
 fn run_inside(options: &Options<'_>, wanted: &[Variant]) -> Result {
     let mut variants = wanted.to_vec();
+    // Why a variant asked for does not run, printed with the tables.
+    let mut skipped = Vec::new();
     if variants.contains(&Variant::Ddsperf) && !ddsperf::available() {
-        eprintln!(
-            "ddsperf not found: the Cyclone DDS reference is skipped \
+        skipped.push(
+            "ddsperf: not found, the Cyclone DDS reference is skipped \
              (`apt-get install -y cyclonedds-tools` installs it)"
+                .to_string(),
         );
         variants.retain(|v| *v != Variant::Ddsperf);
+    }
+    let mut rcl_program = None;
+    if variants.contains(&Variant::Rcl) {
+        let ready = rcl::program().and_then(|program| {
+            for &size in &options.sizes {
+                rcl::check_sample(&program, size)?;
+            }
+            Ok(program)
+        });
+        match ready {
+            Ok(program) => rcl_program = Some(program),
+            Err(e) => {
+                skipped.push(format!("rcl: skipped: {e}"));
+                variants.retain(|v| *v != Variant::Rcl);
+            }
+        }
+    }
+    for note in &skipped {
+        eprintln!("{note}");
     }
     if variants.is_empty() {
         return Err("nothing to run".into());
@@ -270,6 +364,7 @@ fn run_inside(options: &Options<'_>, wanted: &[Variant]) -> Result {
         rclev_dds::engine_version()
     );
     let mut rows = Vec::new();
+    let mut failures = Vec::new();
     for rep in 0..options.repeat {
         for &size in &options.sizes {
             let mut order = variants.clone();
@@ -277,7 +372,7 @@ fn run_inside(options: &Options<'_>, wanted: &[Variant]) -> Result {
                 order.reverse();
             }
             for variant in order {
-                match run_case(variant, size, options) {
+                match run_case(variant, size, options, rcl_program.as_ref()) {
                     Ok((t, r)) => {
                         let row = Row::new(variant, size, rep, &t, &r);
                         eprintln!(
@@ -297,51 +392,116 @@ fn run_inside(options: &Options<'_>, wanted: &[Variant]) -> Result {
                         );
                         rows.push(row);
                     }
-                    // The outside reference failing must not cost the run its own figures.
-                    Err(e) if variant == Variant::Ddsperf => {
-                        eprintln!("  rep {rep} ddsperf {size} B failed, skipped: {e}");
-                    }
+                    // A variant that cannot move a size must not cost the run the others'
+                    // figures: the table says it failed, and why.
                     Err(e) => {
-                        return Err(format!("{} at {size} B: {e}", variant.name()).into());
+                        eprintln!("  rep {rep} {} {size} B failed: {e}", variant.name());
+                        failures.push(Failure {
+                            variant: variant.name(),
+                            size,
+                            why: e.to_string(),
+                        });
                     }
                 }
             }
         }
     }
     let medians = medians(&rows, &variants, &options.sizes);
-    print_tables(&rows, &medians, &options.sizes);
+    print_tables(&rows, &medians, &failures, &variants, &options.sizes);
+    print_notes(&skipped);
     if let Some(path) = options.json {
-        let mut all = rows;
+        let mut all = rows.clone();
         all.extend(medians);
         write_json(path, &all)?;
     }
+    if rows.is_empty() {
+        return Err("no case completed".into());
+    }
     Ok(())
+}
+
+/// A case that did not complete.
+struct Failure {
+    variant: &'static str,
+    size: usize,
+    /// The first line of the error.
+    why: String,
+}
+
+impl Failure {
+    /// What the table says for a variant and size without a run.
+    fn cell(failures: &[Failure], variant: &str, size: usize) -> Option<String> {
+        let f: Vec<&Failure> = failures
+            .iter()
+            .filter(|f| f.variant == variant && f.size == size)
+            .collect();
+        let first = f.first()?;
+        let why = first.why.lines().next().unwrap_or_default();
+        Some(format!("failed ({}×): {why}", f.len()))
+    }
+}
+
+/// The skipped variants, after the tables.
+fn print_notes(skipped: &[String]) {
+    if !skipped.is_empty() {
+        println!();
+        for note in skipped {
+            println!("Note: {note}");
+        }
+    }
 }
 
 fn run_case(
     variant: Variant,
     size: usize,
     options: &Options<'_>,
+    rcl_program: Option<&rcl::Program>,
 ) -> Result<(Throughput, RoundTrip)> {
     let (warmup, secs) = (
         Duration::from_secs_f64(options.warmup),
         Duration::from_secs_f64(options.secs),
     );
-    match variant {
-        Variant::Ddsperf => Ok((
-            ddsperf::throughput(size, warmup, secs)?,
-            ddsperf::round_trip(size, options.ping_hz, warmup, secs)?,
-        )),
-        Variant::Rclev | Variant::RclevDirect | Variant::Raw => {
-            let engine = match variant {
-                Variant::Rclev => roles::Engine::Rclev,
-                Variant::RclevDirect => roles::Engine::RclevDirect,
-                _ => roles::Engine::Raw,
-            };
-            Ok((
-                roles_throughput(engine, size, options.ping_hz, warmup, secs)?,
-                roles_round_trip(engine, size, options.ping_hz, warmup, secs)?,
+    let runner = match (variant, variant.engine(), rcl_program) {
+        (Variant::Ddsperf, _, _) => {
+            return Ok((
+                ddsperf::throughput(size, warmup, secs)?,
+                ddsperf::round_trip(size, options.ping_hz, warmup, secs)?,
             ))
+        }
+        (_, Some(engine), _) => Runner::Own(engine),
+        (Variant::Rcl, None, Some(program)) => Runner::Rcl(program.clone()),
+        _ => return Err("the rcl program was not built".into()),
+    };
+    Ok((
+        roles_throughput(&runner, size, options.ping_hz, warmup, secs)?,
+        roles_round_trip(&runner, size, options.ping_hz, warmup, secs)?,
+    ))
+}
+
+/// How a variant's role processes start.
+enum Runner {
+    /// This binary's `bench-dds-role` on an engine.
+    Own(roles::Engine),
+    /// The rcl variant's program ([`rcl`]).
+    Rcl(rcl::Program),
+}
+
+impl Runner {
+    fn spawn(&self, role: roles::Role, size: usize, hz: f64) -> Result<Proc> {
+        match self {
+            Runner::Own(engine) => spawn_role(role, *engine, size, hz),
+            Runner::Rcl(program) => {
+                let mut cmd = rcl::command(program);
+                cmd.args([
+                    "--role",
+                    role.name(),
+                    "--size",
+                    &size.to_string(),
+                    "--hz",
+                    &hz.to_string(),
+                ]);
+                Proc::spawn(cmd, format!("rcl {}", role.name()))
+            }
         }
     }
 }
@@ -364,15 +524,15 @@ fn spawn_role(role: roles::Role, engine: roles::Engine, size: usize, hz: f64) ->
 }
 
 fn roles_throughput(
-    engine: roles::Engine,
+    runner: &Runner,
     size: usize,
     hz: f64,
     warmup: Duration,
     secs: Duration,
 ) -> Result<Throughput> {
-    let mut receiver = spawn_role(roles::Role::Receiver, engine, size, hz)?;
+    let mut receiver = runner.spawn(roles::Role::Receiver, size, hz)?;
     receiver.wait_for(START_LIMIT, |l| l == roles::READY)?;
-    let mut sender = spawn_role(roles::Role::Sender, engine, size, hz)?;
+    let mut sender = runner.spawn(roles::Role::Sender, size, hz)?;
     sender.wait_for(START_LIMIT, |l| l == roles::READY)?;
     std::thread::sleep(warmup);
     let steal0 = crate::report::steal_jiffies();
@@ -403,15 +563,15 @@ fn roles_throughput(
 }
 
 fn roles_round_trip(
-    engine: roles::Engine,
+    runner: &Runner,
     size: usize,
     hz: f64,
     warmup: Duration,
     secs: Duration,
 ) -> Result<RoundTrip> {
-    let mut pong = spawn_role(roles::Role::Pong, engine, size, hz)?;
+    let mut pong = runner.spawn(roles::Role::Pong, size, hz)?;
     pong.wait_for(START_LIMIT, |l| l == roles::READY)?;
-    let mut ping = spawn_role(roles::Role::Ping, engine, size, hz)?;
+    let mut ping = runner.spawn(roles::Role::Ping, size, hz)?;
     ping.wait_for(START_LIMIT, |l| l == roles::READY)?;
     std::thread::sleep(warmup);
     ping.mark()?; // Drops what the warm-up recorded.
@@ -516,22 +676,47 @@ fn paired_ratio(
 }
 
 fn size_label(size: usize) -> String {
-    if size >= 1024 && size.is_multiple_of(1024) {
+    if size >= 1 << 20 && size.is_multiple_of(1 << 20) {
+        format!("{} MiB", size >> 20)
+    } else if size >= 1024 && size.is_multiple_of(1024) {
         format!("{} KiB", size / 1024)
     } else {
         format!("{size} B")
     }
 }
 
-/// Prints the medians and the ratios as Markdown tables (README-ready).
-fn print_tables(rows: &[Row], medians: &[Row], sizes: &[usize]) {
+/// Prints the medians and the ratios as Markdown tables (README-ready); a variant that has no
+/// run at a size gets a row saying why.
+fn print_tables(
+    rows: &[Row],
+    medians: &[Row],
+    failures: &[Failure],
+    variants: &[Variant],
+    sizes: &[usize],
+) {
     println!();
     println!(
         "| size | variant | received msgs/s | MB/s | sent msgs/s | CPU µs/msg (both) | lost % | \
          RTT p50 µs | RTT p99 µs | steal % |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-    for r in medians {
+    for (&size, v) in sizes
+        .iter()
+        .flat_map(|s| variants.iter().map(move |v| (s, v)))
+    {
+        let Some(r) = medians
+            .iter()
+            .find(|r| r.size == size && r.variant == v.name())
+        else {
+            if let Some(cell) = Failure::cell(failures, v.name(), size) {
+                println!(
+                    "| {} | {} | {cell} | | | | | | | |",
+                    size_label(size),
+                    v.name()
+                );
+            }
+            continue;
+        };
         println!(
             "| {} | {} | {:.0} | {:.1} | {} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} |",
             size_label(r.size),
@@ -559,6 +744,8 @@ fn print_tables(rows: &[Row], medians: &[Row], sizes: &[usize]) {
         for (ours, theirs) in [
             ("rclev", "raw"),
             ("rclev-direct", "raw"),
+            ("rclev", "rcl"),
+            ("rclev-direct", "rcl"),
             ("rclev", "ddsperf"),
             ("rclev-direct", "ddsperf"),
         ] {
@@ -581,7 +768,9 @@ fn print_tables(rows: &[Row], medians: &[Row], sizes: &[usize]) {
     println!(
         "Targets: rclev/raw msgs/s ≥ 0.9, rclev/raw RTT ≤ 1.1 (for both deliveries). ddsperf batches its writes \
          (dds_write_set_batch), so its throughput is not a like-for-like engine figure; its RTT \
-         percentiles are the medians of its per-second reports."
+         percentiles are the medians of its per-second reports. rcl publishes through \
+         rmw_fastrtps's default asynchronous mode (a Fast DDS thread sends), rclev and raw \
+         synchronously."
     );
 }
 

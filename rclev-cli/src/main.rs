@@ -394,7 +394,15 @@ enum BenchCommand {
     },
     /// Publish→callback throughput and latency: in process against a bare tokio mpsc
     /// hand-off, or (`--transport dds`) between two processes over Fast DDS against the bare
-    /// engine and Cyclone DDS's ddsperf.
+    /// engine, ROS 2 Jazzy's rcl and Cyclone DDS's ddsperf.
+    ///
+    /// With `--transport dds --scenario many`: one process publishing on 10 topics at
+    /// `--ping-hz` each (16 B by default), the other with 5 subscriptions per topic (50 on one
+    /// node, default delivery); CPU per received message and send → callback latency, rclev
+    /// against the bare engine (variants rclev, rclev-direct, raw).
+    ///
+    /// Large messages are measured with e.g. `--sizes 1048576,4194304` (not in the default:
+    /// they take long).
     Pubsub {
         /// Messages for the throughput phase (inproc).
         #[arg(long, default_value_t = 2_000_000)]
@@ -409,24 +417,28 @@ enum BenchCommand {
         /// own, so as root).
         #[arg(long, value_enum, default_value_t = PubsubTransport::Inproc)]
         transport: PubsubTransport,
-        /// dds: payload sizes in bytes, comma-separated.
-        #[arg(long, value_delimiter = ',', default_value = "16,65536")]
-        sizes: Vec<usize>,
+        /// dds: what to measure: `pair` (throughput and round trip of one stream) or `many`
+        /// (10 topics × 5 subscriptions on one node).
+        #[cfg(feature = "dds")]
+        #[arg(long, value_enum, default_value_t = bench_dds::Scenario::Pair)]
+        scenario: bench_dds::Scenario,
+        /// dds: payload sizes in bytes, comma-separated [default: 16,65536; many: 16].
+        #[arg(long, value_delimiter = ',')]
+        sizes: Option<Vec<usize>>,
         /// dds: runs of every case, interleaved; the table shows medians.
         #[arg(long, default_value_t = 3)]
         repeat: usize,
         /// dds: seconds of traffic before each window.
         #[arg(long, default_value_t = 1.0)]
         warmup: f64,
-        /// dds: variants, comma-separated: rclev, rclev-direct, raw, ddsperf (skipped when not
-        /// installed).
-        #[arg(
-            long,
-            value_delimiter = ',',
-            default_value = "rclev,rclev-direct,raw,ddsperf"
-        )]
-        variants: Vec<String>,
-        /// dds: pings per second in the round-trip phase.
+        /// dds: variants, comma-separated: rclev, rclev-direct, raw, rcl (needs rclev's ROS 2
+        /// venv and a C compiler), ddsperf (needs cyclonedds-tools); a variant that cannot run
+        /// is skipped with a note [default: rclev,rclev-direct,raw,rcl,ddsperf; many:
+        /// rclev,raw].
+        #[arg(long, value_delimiter = ',')]
+        variants: Option<Vec<String>>,
+        /// dds: pings per second in the round-trip phase; with `--scenario many`, messages per
+        /// second on each topic.
         #[arg(long, default_value_t = 1000.0)]
         ping_hz: f64,
     },
@@ -644,6 +656,7 @@ fn run() -> errors::Result {
             transport: PubsubTransport::Dds,
             secs,
             json,
+            scenario,
             sizes,
             repeat,
             warmup,
@@ -651,11 +664,12 @@ fn run() -> errors::Result {
             ping_hz,
             ..
         }) => bench_dds::run(bench_dds::Options {
+            scenario,
             secs,
             warmup,
-            sizes,
+            sizes: sizes.unwrap_or_else(|| scenario.default_sizes()),
             repeat,
-            variants,
+            variants: variants.unwrap_or_else(|| scenario.default_variants()),
             ping_hz,
             json: json.as_deref(),
         }),

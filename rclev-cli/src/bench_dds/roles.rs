@@ -1,5 +1,7 @@
 //! The benchmark's processes (`rclev bench-dds-role`, hidden): sender, receiver, ping and pong,
-//! each through rclev (`--engine rclev`) or through the bare engine (`--engine raw`).
+//! and the many scenario's many-sender and many-receiver, each through rclev (`--engine
+//! rclev`, `rclev-direct`) or through the bare engine (`--engine raw`). The `rcl` variant's
+//! processes (`rclev-cli/bench/rcl_pubsub.c`) speak the same protocol.
 //!
 //! A role prints `ready` once it is matched with its peer (senders and pings) or once its
 //! reader exists (receivers and pongs), then answers every `mark` on stdin with a JSON line
@@ -10,6 +12,13 @@
 //! and the sender's `CLOCK_MONOTONIC` time in ns (both little-endian `u64`). The raw variant
 //! writes the very bytes rclev's encoder produces for that message: encapsulation header,
 //! empty `layout`, the data's length and the data.
+//!
+//! The many scenario: the many-sender publishes on `--topics` topics (`bench_dds_many_<i>`),
+//! each at `--hz`, from one thread on one grid (topic after topic, so the topics' messages
+//! are spread evenly over each period rather than sent in a burst); the many-receiver has
+//! `--fanout` subscriptions (rclev: on one node, so one worker) or readers (raw) on every
+//! topic, and records each message's latency from the send time it carries to its callback
+//! (both processes' `CLOCK_MONOTONIC`, so on one host).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -45,6 +54,16 @@ const DATA: &str = "bench_dds_data";
 const PING: &str = "bench_dds_ping";
 const PONG: &str = "bench_dds_pong";
 
+/// The many scenario's topics.
+pub const MANY_TOPICS: usize = 10;
+/// The many scenario's subscriptions per topic.
+pub const MANY_FANOUT: usize = 5;
+
+/// The many scenario's `i`th topic.
+fn many_topic(i: usize) -> String {
+    format!("bench_dds_many_{i}")
+}
+
 /// What a role process does.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -56,6 +75,11 @@ pub enum Role {
     Ping,
     /// Sends every message back.
     Pong,
+    /// The many scenario: publishes on `--topics` topics, each at `--hz`.
+    ManySender,
+    /// The many scenario: `--fanout` subscriptions on each of `--topics` topics, recording
+    /// send → callback latency.
+    ManyReceiver,
 }
 
 impl Role {
@@ -66,6 +90,8 @@ impl Role {
             Role::Receiver => "receiver",
             Role::Ping => "ping",
             Role::Pong => "pong",
+            Role::ManySender => "many-sender",
+            Role::ManyReceiver => "many-receiver",
         }
     }
 }
@@ -105,9 +131,15 @@ pub struct RoleArgs {
     /// Payload bytes per message.
     #[arg(long)]
     size: usize,
-    /// Pings per second.
+    /// Pings per second; in the many scenario, messages per second on each topic.
     #[arg(long, default_value_t = 1000.0)]
     hz: f64,
+    /// The many scenario: topics.
+    #[arg(long, default_value_t = MANY_TOPICS)]
+    topics: usize,
+    /// The many scenario: subscriptions per topic.
+    #[arg(long, default_value_t = MANY_FANOUT)]
+    fanout: usize,
 }
 
 /// A role's counters, as it answers a mark.
@@ -127,13 +159,14 @@ pub struct Mark {
     pub sent: u64,
     /// Samples that were not a benchmark message, or echoes that could not be sent.
     pub malformed: u64,
-    /// Round trips since the previous mark, and their percentiles.
+    /// Round trips since the previous mark, and their percentiles; for a many-receiver, the
+    /// send → callback latencies since the previous mark.
     pub rtt_count: u64,
-    /// Median round trip, ns.
+    /// Median round trip (or latency), ns.
     pub rtt_p50_ns: u64,
-    /// 99th percentile round trip, ns.
+    /// 99th percentile round trip (or latency), ns.
     pub rtt_p99_ns: u64,
-    /// Longest round trip, ns.
+    /// Longest round trip (or latency), ns.
     pub rtt_max_ns: u64,
 }
 
@@ -144,6 +177,9 @@ pub fn role(args: RoleArgs) -> Result {
     }
     if !(args.hz.is_finite() && args.hz > 0.0) {
         return Err("--hz must be positive".into());
+    }
+    if args.topics == 0 || args.fanout == 0 {
+        return Err("--topics and --fanout must be at least 1".into());
     }
     match args.engine {
         Engine::Rclev => rclev_role(&args, Delivery::Worker),
@@ -169,6 +205,22 @@ fn payload_of(cdr: &[u8]) -> Option<&[u8]> {
     }
     let len = u32::from_le_bytes(cdr.get(12..16)?.try_into().ok()?) as usize;
     cdr.get(DATA_OFFSET..DATA_OFFSET + len)
+}
+
+/// The payload the `rcl` variant's program fills a message with for `--dump-sample` (see
+/// `rclev-cli/bench/rcl_pubsub.c`): not all zeros, so that a byte out of place shows.
+pub fn check_pattern(size: usize) -> Vec<u8> {
+    (0..size)
+        .map(|i| i.wrapping_mul(31).wrapping_add(7) as u8)
+        .collect()
+}
+
+/// rclev's encoding of a message carrying [`check_pattern`], which rmw's must equal.
+pub fn pattern_sample(size: usize) -> Result<Vec<u8>> {
+    Ok(rclev::msg::to_cdr(&ByteMultiArray {
+        data: check_pattern(size),
+        ..Default::default()
+    })?)
 }
 
 /// The raw variant's sample: built by hand once, and checked to be what rclev's encoder
@@ -243,10 +295,26 @@ impl Stats {
             self.bad();
             return;
         };
-        let rtt = (monotonic_nanos() as u64).saturating_sub(sent).max(1);
+        self.record_since(sent);
+    }
+
+    /// A many-scenario message arrived: its latency from the send time it carries.
+    fn on_stamped(&self, payload: &[u8]) {
+        let Some(sent) = read_u64(payload, 8) else {
+            self.bad();
+            return;
+        };
+        self.bytes
+            .fetch_add(payload.len() as u64, Ordering::Relaxed);
+        self.record_since(sent);
+    }
+
+    /// Counts a message and records now − `sent` in the histogram.
+    fn record_since(&self, sent: u64) {
+        let d = (monotonic_nanos() as u64).saturating_sub(sent).max(1);
         self.received.fetch_add(1, Ordering::Relaxed);
         let mut h = self.rtt.lock().unwrap_or_else(|e| e.into_inner());
-        h.saturating_record(rtt);
+        h.saturating_record(d);
     }
 
     fn bad(&self) {
@@ -393,6 +461,8 @@ fn rclev_role(args: &RoleArgs, delivery: Delivery) -> Result {
         Role::Receiver => "bench_receiver",
         Role::Ping => "bench_ping",
         Role::Pong => "bench_pong",
+        Role::ManySender => "bench_many_sender",
+        Role::ManyReceiver => "bench_many_receiver",
     })?;
     let stats = Stats::new()?;
     let size = args.size;
@@ -470,6 +540,49 @@ fn rclev_role(args: &RoleArgs, delivery: Delivery) -> Result {
             });
             serve(&stats, Some(&executor))?;
             pinger.stop()
+        }
+        Role::ManyReceiver => {
+            // All on one node, so on one worker: what a robot's node with many inputs is.
+            let mut subscriptions = Vec::with_capacity(args.topics * args.fanout);
+            for t in 0..args.topics {
+                for _ in 0..args.fanout {
+                    let s = stats.clone();
+                    subscriptions.push(node.create_subscription::<ByteMultiArray, _>(
+                        many_topic(t).qos(qos()).delivery(delivery),
+                        move |m: Arc<ByteMultiArray>| s.on_stamped(&m.data),
+                    )?);
+                }
+            }
+            serve(&stats, Some(&executor))
+        }
+        Role::ManySender => {
+            let publishers = (0..args.topics)
+                .map(|t| node.create_publisher::<ByteMultiArray>(many_topic(t).qos(qos())))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let fanout = args.fanout;
+            wait_matched(|| {
+                publishers
+                    .iter()
+                    .all(|p| p.get_subscription_count() >= fanout)
+            })?;
+            let s = stats.clone();
+            let (rate, topics) = (args.hz * args.topics as f64, args.topics as u64);
+            let sender = SendThread::start(move |stop| {
+                pace(rate, stop, |n| {
+                    let mut data = vec![0; size];
+                    stamp(&mut data, n / topics);
+                    publishers[(n % topics) as usize]
+                        .publish(ByteMultiArray {
+                            data,
+                            ..Default::default()
+                        })
+                        .map_err(|e| e.error)?;
+                    s.sent.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                })
+            });
+            serve(&stats, Some(&executor))?;
+            sender.stop()
         }
     }
 }
@@ -553,6 +666,44 @@ fn raw_role(args: &RoleArgs) -> Result {
             serve(&stats, None)?;
             pinger.stop()
         }
+        Role::ManyReceiver => {
+            let mut readers = Vec::with_capacity(args.topics * args.fanout);
+            for t in 0..args.topics {
+                for _ in 0..args.fanout {
+                    let s = stats.clone();
+                    readers.push(participant.create_reader(
+                        &topic(many_topic(t).as_str()),
+                        ty,
+                        &qos(),
+                        move |cdr| match payload_of(cdr) {
+                            Some(payload) => s.on_stamped(payload),
+                            None => s.bad(),
+                        },
+                    )?);
+                }
+            }
+            serve(&stats, None)
+        }
+        Role::ManySender => {
+            let writers = (0..args.topics)
+                .map(|t| participant.create_writer(&topic(many_topic(t).as_str()), ty, &qos()))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let fanout = args.fanout;
+            wait_matched(|| writers.iter().all(|w| w.matched() >= fanout))?;
+            let s = stats.clone();
+            let (rate, topics) = (args.hz * args.topics as f64, args.topics as u64);
+            let sender = SendThread::start(move |stop| {
+                let mut sample = sample;
+                pace(rate, stop, |n| {
+                    stamp(&mut sample[DATA_OFFSET..], n / topics);
+                    writers[(n % topics) as usize].write(&sample)?;
+                    s.sent.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                })
+            });
+            serve(&stats, None)?;
+            sender.stop()
+        }
     }
 }
 
@@ -571,6 +722,17 @@ mod tests {
         assert_eq!(msg.data, payload);
         assert!(payload_of(&sample[..20]).is_none());
         assert!(payload_of(&[0, 0, 0, 0]).is_none());
+    }
+
+    #[test]
+    fn the_check_pattern_sample_is_the_raw_layout() {
+        let sample = pattern_sample(40).unwrap();
+        assert_eq!(
+            &sample[..DATA_OFFSET],
+            &raw_sample(40).unwrap()[..DATA_OFFSET]
+        );
+        assert_eq!(payload_of(&sample).unwrap(), check_pattern(40));
+        assert_eq!(check_pattern(3), [7, 38, 69]);
     }
 
     #[test]

@@ -4,10 +4,14 @@
 //!
 //! Variants:
 //! - `rclev`: two rclev nodes on [`rclev_dds::DdsTransport`], `std_msgs/msg/ByteMultiArray`
-//!   published with `Publisher::publish` and received by a subscription callback on the
-//!   node's worker — everything an application goes through.
+//!   published with `Publisher::publish` and received by a subscription callback with the
+//!   default delivery (`Delivery::Adaptive`: on the node's worker until the callback has
+//!   proven short, then on Fast DDS's receive thread while the worker is idle) — everything
+//!   an application goes through.
+//! - `rclev-worker`: the same with `Delivery::Worker` subscriptions: every callback on the
+//!   node's worker, which the receive thread wakes (the default before adaptive delivery).
 //! - `rclev-direct`: the same with `Delivery::Direct` subscriptions: a callback runs on Fast
-//!   DDS's receive thread when its worker is idle, instead of waking the worker.
+//!   DDS's receive thread whenever its worker is idle, unproven.
 //! - `raw`: [`rclev_dds::engine`]: the same shim, participant set-up and QoS mapping, with
 //!   none of rclev's layers: the sender writes a prepared CDR buffer, the receiver counts in a
 //!   closure on Fast DDS's listener thread. Same DDS topic, same DDS type name, byte for byte
@@ -46,7 +50,7 @@
 //! topic, 50 on one node (one worker, default delivery), and records the latency from the send
 //! time each message carries to its callback: CPU per received message (both processes, and
 //! the receiver alone) and latency p50/p99, for `rclev` against `raw` (50 readers with
-//! listeners on the bare engine), and `rclev-direct` if asked.
+//! listeners on the bare engine), and `rclev-worker` or `rclev-direct` if asked.
 
 mod ddsperf;
 mod many;
@@ -91,7 +95,7 @@ impl Scenario {
     /// The variants measured when `--variants` is not given.
     pub fn default_variants(self) -> Vec<String> {
         let names: &[&str] = match self {
-            Scenario::Pair => &["rclev", "rclev-direct", "raw", "rcl", "ddsperf"],
+            Scenario::Pair => &["rclev", "rclev-worker", "raw", "rcl", "ddsperf"],
             Scenario::Many => &["rclev", "raw"],
         };
         names.iter().map(|n| n.to_string()).collect()
@@ -110,7 +114,7 @@ pub struct Options<'a> {
     pub sizes: Vec<usize>,
     /// Runs of every case; the table shows medians.
     pub repeat: usize,
-    /// Which of `rclev`, `rclev-direct`, `raw`, `rcl`, `ddsperf` to run.
+    /// Which of `rclev`, `rclev-worker`, `rclev-direct`, `raw`, `rcl`, `ddsperf` to run.
     pub variants: Vec<String>,
     /// Round trips per second in the latency phase (1000 by default); in the many scenario,
     /// messages per second on each topic.
@@ -123,6 +127,7 @@ pub struct Options<'a> {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Variant {
     Rclev,
+    RclevWorker,
     RclevDirect,
     Raw,
     Ddsperf,
@@ -133,6 +138,7 @@ impl Variant {
     fn name(self) -> &'static str {
         match self {
             Variant::Rclev => "rclev",
+            Variant::RclevWorker => "rclev-worker",
             Variant::RclevDirect => "rclev-direct",
             Variant::Raw => "raw",
             Variant::Ddsperf => "ddsperf",
@@ -144,6 +150,7 @@ impl Variant {
     fn engine(self) -> Option<roles::Engine> {
         match self {
             Variant::Rclev => Some(roles::Engine::Rclev),
+            Variant::RclevWorker => Some(roles::Engine::RclevWorker),
             Variant::RclevDirect => Some(roles::Engine::RclevDirect),
             Variant::Raw => Some(roles::Engine::Raw),
             Variant::Ddsperf | Variant::Rcl => None,
@@ -189,6 +196,8 @@ pub struct Row {
     pub lost_percent: f64,
     /// CPU time of sender and receiver together per received message, µs.
     pub cpu_us_per_msg: f64,
+    /// CPU time of the receiving process alone per received message, µs.
+    pub receiver_cpu_us_per_msg: f64,
     /// CPU the sending process used over the window, in cores.
     pub sender_cores: f64,
     /// CPU the receiving process used over the window, in cores.
@@ -215,6 +224,11 @@ impl Row {
             lost_percent: t.lost_percent,
             cpu_us_per_msg: if t.msgs_per_s > 0.0 {
                 (t.sender_cores + t.receiver_cores) / t.msgs_per_s * 1e6
+            } else {
+                0.0
+            },
+            receiver_cpu_us_per_msg: if t.msgs_per_s > 0.0 {
+                t.receiver_cores / t.msgs_per_s * 1e6
             } else {
                 0.0
             },
@@ -256,7 +270,7 @@ pub fn run(options: Options<'_>) -> Result {
     if options.scenario == Scenario::Many {
         if let Some(v) = variants.iter().find(|v| v.engine().is_none()) {
             return Err(format!(
-                "the many scenario runs rclev, rclev-direct and raw, not {}",
+                "the many scenario runs rclev, rclev-worker, rclev-direct and raw, not {}",
                 v.name()
             )
             .into());
@@ -276,14 +290,15 @@ fn parse_variants(names: &[String]) -> Result<Vec<Variant>> {
     for name in names {
         let v = match name.trim() {
             "rclev" => Variant::Rclev,
+            "rclev-worker" => Variant::RclevWorker,
             "rclev-direct" => Variant::RclevDirect,
             "raw" => Variant::Raw,
             "ddsperf" => Variant::Ddsperf,
             "rcl" => Variant::Rcl,
             other => {
                 return Err(format!(
-                    "unknown variant {other:?}: rclev, rclev-direct, raw, rcl or ddsperf"
-                )
+                "unknown variant {other:?}: rclev, rclev-worker, rclev-direct, raw, rcl or ddsperf"
+            )
                 .into())
             }
         };
@@ -635,6 +650,7 @@ fn medians(rows: &[Row], variants: &[Variant], sizes: &[usize]) -> Vec<Row> {
                 sent_per_s: (!sent.is_empty()).then(|| median(sent)),
                 lost_percent: m(|r| r.lost_percent),
                 cpu_us_per_msg: m(|r| r.cpu_us_per_msg),
+                receiver_cpu_us_per_msg: m(|r| r.receiver_cpu_us_per_msg),
                 sender_cores: m(|r| r.sender_cores),
                 receiver_cores: m(|r| r.receiver_cores),
                 steal_percent: m(|r| r.steal_percent),
@@ -696,10 +712,10 @@ fn print_tables(
 ) {
     println!();
     println!(
-        "| size | variant | received msgs/s | MB/s | sent msgs/s | CPU µs/msg (both) | lost % | \
-         RTT p50 µs | RTT p99 µs | steal % |"
+        "| size | variant | received msgs/s | MB/s | sent msgs/s | CPU µs/msg (both) | \
+         receiver CPU µs/msg | lost % | RTT p50 µs | RTT p99 µs | steal % |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for (&size, v) in sizes
         .iter()
         .flat_map(|s| variants.iter().map(move |v| (s, v)))
@@ -710,7 +726,7 @@ fn print_tables(
         else {
             if let Some(cell) = Failure::cell(failures, v.name(), size) {
                 println!(
-                    "| {} | {} | {cell} | | | | | | | |",
+                    "| {} | {} | {cell} | | | | | | | | |",
                     size_label(size),
                     v.name()
                 );
@@ -718,13 +734,14 @@ fn print_tables(
             continue;
         };
         println!(
-            "| {} | {} | {:.0} | {:.1} | {} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            "| {} | {} | {:.0} | {:.1} | {} | {:.2} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} |",
             size_label(r.size),
             r.variant,
             r.msgs_per_s,
             r.mb_per_s,
             r.sent_per_s.map_or("–".into(), |s| format!("{s:.0}")),
             r.cpu_us_per_msg,
+            r.receiver_cpu_us_per_msg,
             r.lost_percent,
             r.rtt_p50_us,
             r.rtt_p99_us,
@@ -734,8 +751,8 @@ fn print_tables(
     println!();
     println!("Ratios, median of the per-repetition ratios (range):");
     println!();
-    println!("| size | ratio | msgs/s | RTT p50 | RTT p99 | CPU/msg |");
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| size | ratio | msgs/s | RTT p50 | RTT p99 | CPU/msg | receiver CPU/msg |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     let fmt = |x: Option<(f64, f64, f64)>| match x {
         Some((m, lo, hi)) => format!("{m:.2} ({lo:.2}–{hi:.2})"),
         None => "–".into(),
@@ -743,8 +760,10 @@ fn print_tables(
     for &size in sizes {
         for (ours, theirs) in [
             ("rclev", "raw"),
+            ("rclev-worker", "raw"),
             ("rclev-direct", "raw"),
             ("rclev", "rcl"),
+            ("rclev-worker", "rcl"),
             ("rclev-direct", "rcl"),
             ("rclev", "ddsperf"),
             ("rclev-direct", "ddsperf"),
@@ -755,18 +774,20 @@ fn print_tables(
                 continue;
             }
             println!(
-                "| {} | {ours}/{theirs} | {} | {} | {} | {} |",
+                "| {} | {ours}/{theirs} | {} | {} | {} | {} | {} |",
                 size_label(size),
                 fmt(tput),
                 fmt(ratio(|r| r.rtt_p50_us)),
                 fmt(ratio(|r| r.rtt_p99_us)),
                 fmt(ratio(|r| r.cpu_us_per_msg)),
+                fmt(ratio(|r| r.receiver_cpu_us_per_msg)),
             );
         }
     }
     println!();
     println!(
-        "Targets: rclev/raw msgs/s ≥ 0.9, rclev/raw RTT ≤ 1.1 (for both deliveries). ddsperf batches its writes \
+        "Targets (default delivery, rclev): rclev/raw msgs/s ≥ 0.6 at 16 B and ≥ 0.9 at 64 KiB, \
+         RTT p50 ≤ 1.15× raw's, CPU/msg ≤ rcl's. ddsperf batches its writes \
          (dds_write_set_batch), so its throughput is not a like-for-like engine figure; its RTT \
          percentiles are the medians of its per-second reports. rcl publishes through \
          rmw_fastrtps's default asynchronous mode (a Fast DDS thread sends), rclev and raw \

@@ -399,7 +399,7 @@ enum BenchCommand {
     /// With `--transport dds --scenario many`: one process publishing on 10 topics at
     /// `--ping-hz` each (16 B by default), the other with 5 subscriptions per topic (50 on one
     /// node, default delivery); CPU per received message and send → callback latency, rclev
-    /// against the bare engine (variants rclev, rclev-direct, raw).
+    /// against the bare engine (variants rclev, rclev-worker, rclev-direct, raw).
     ///
     /// Large messages are measured with e.g. `--sizes 1048576,4194304` (not in the default:
     /// they take long).
@@ -431,10 +431,10 @@ enum BenchCommand {
         /// dds: seconds of traffic before each window.
         #[arg(long, default_value_t = 1.0)]
         warmup: f64,
-        /// dds: variants, comma-separated: rclev, rclev-direct, raw, rcl (needs rclev's ROS 2
-        /// venv and a C compiler), ddsperf (needs cyclonedds-tools); a variant that cannot run
-        /// is skipped with a note [default: rclev,rclev-direct,raw,rcl,ddsperf; many:
-        /// rclev,raw].
+        /// dds: variants, comma-separated: rclev (default delivery), rclev-worker, rclev-direct,
+        /// raw, rcl (needs rclev's ROS 2 venv and a C compiler), ddsperf (needs
+        /// cyclonedds-tools); a variant that cannot run is skipped with a note [default:
+        /// rclev,rclev-worker,raw,rcl,ddsperf; many: rclev,raw].
         #[arg(long, value_delimiter = ',')]
         variants: Option<Vec<String>>,
         /// dds: pings per second in the round-trip phase; with `--scenario many`, messages per

@@ -31,7 +31,7 @@ use crate::report::write_json;
 /// medians over the runs.
 #[derive(Serialize, Clone, Debug)]
 pub struct ManyRow {
-    /// `rclev`, `rclev-direct` or `raw`.
+    /// `rclev`, `rclev-worker`, `rclev-direct` or `raw`.
     pub variant: &'static str,
     /// Payload bytes per message.
     pub size: usize,
@@ -319,7 +319,11 @@ fn print_tables(
         None => "–".into(),
     };
     for &size in sizes {
-        for (ours, theirs) in [("rclev", "raw"), ("rclev-direct", "raw")] {
+        for (ours, theirs) in [
+            ("rclev", "raw"),
+            ("rclev-worker", "raw"),
+            ("rclev-direct", "raw"),
+        ] {
             let ratio = |f: fn(&ManyRow) -> f64| paired_ratio(rows, size, ours, theirs, f);
             let cpu = ratio(|r| r.cpu_us_per_msg);
             if cpu.is_none() {

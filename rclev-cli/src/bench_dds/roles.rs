@@ -1,6 +1,6 @@
 //! The benchmark's processes (`rclev bench-dds-role`, hidden): sender, receiver, ping and pong,
 //! and the many scenario's many-sender and many-receiver, each through rclev (`--engine
-//! rclev`, `rclev-direct`) or through the bare engine (`--engine raw`). The `rcl` variant's
+//! rclev`, `rclev-worker`, `rclev-direct`) or through the bare engine (`--engine raw`). The `rcl` variant's
 //! processes (`rclev-cli/bench/rcl_pubsub.c`) speak the same protocol.
 //!
 //! A role prints `ready` once it is matched with its peer (senders and pings) or once its
@@ -99,8 +99,11 @@ impl Role {
 /// Through what a role moves its messages.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
-    /// rclev nodes on `rclev_dds::DdsTransport`, callbacks on their workers (the default).
+    /// rclev nodes on `rclev_dds::DdsTransport` with the default delivery
+    /// (`Delivery::Adaptive`: on Fast DDS's receive thread once a callback has proven short).
     Rclev,
+    /// The same, every callback on its worker (`Delivery::Worker`).
+    RclevWorker,
     /// The same, with the subscriptions' callbacks delivered directly on Fast DDS's receive
     /// thread when the worker is idle (`Delivery::Direct`).
     RclevDirect,
@@ -113,6 +116,7 @@ impl Engine {
     pub fn name(self) -> &'static str {
         match self {
             Engine::Rclev => "rclev",
+            Engine::RclevWorker => "rclev-worker",
             Engine::RclevDirect => "rclev-direct",
             Engine::Raw => "raw",
         }
@@ -182,7 +186,8 @@ pub fn role(args: RoleArgs) -> Result {
         return Err("--topics and --fanout must be at least 1".into());
     }
     match args.engine {
-        Engine::Rclev => rclev_role(&args, Delivery::Worker),
+        Engine::Rclev => rclev_role(&args, Delivery::default()),
+        Engine::RclevWorker => rclev_role(&args, Delivery::Worker),
         Engine::RclevDirect => rclev_role(&args, Delivery::Direct),
         Engine::Raw => raw_role(&args),
     }

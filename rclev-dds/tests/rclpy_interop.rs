@@ -563,7 +563,21 @@ fn an_rclev_sim_time_timer_follows_rclpys_clock() {
                 .iter()
                 .map(|(_, i)| i.expected_call_time.nanos)
                 .collect();
-            let missed: u64 = calls.iter().map(|(_, i)| i.missed_ticks).sum();
+            // The first call counts as missed the grid points on the way from 0 to the first
+            // /clock rclev saw. That is 1000 s when it sees the peer's first message, but on a
+            // busy host that one can go out before the subscription matched (the topic is
+            // volatile): then only the points after 1000 s count here.
+            let missed: u64 = calls
+                .iter()
+                .enumerate()
+                .map(|(k, (_, i))| match k {
+                    0 => {
+                        let after_base = (i.expected_call_time.nanos - BASE) / (100 * MS) - 1;
+                        i.missed_ticks.min(after_base.max(0) as u64)
+                    }
+                    _ => i.missed_ticks,
+                })
+                .sum();
             assert_eq!(fired.len() as u64 + missed, 30, "{fired:?}");
             assert!(
                 fired.iter().all(|t| (t - BASE) % (100 * MS) == 0),

@@ -57,6 +57,7 @@ mod many;
 mod procs;
 mod rcl;
 mod roles;
+mod table;
 
 use std::path::Path;
 use std::time::Duration;
@@ -68,6 +69,7 @@ use crate::errors::Result;
 use crate::report::write_json;
 use procs::Proc;
 pub use roles::{role, RoleArgs};
+use table::{Failure, Repetition};
 
 /// Set inside the benchmark's network namespace.
 const INSIDE: &str = "RCLEV_BENCH_DDS_NETNS";
@@ -210,6 +212,18 @@ pub struct Row {
     pub rtt_p99_us: f64,
     /// Round trips measured in the window.
     pub rtt_samples: u64,
+}
+
+impl Repetition for Row {
+    fn variant(&self) -> &str {
+        self.variant
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn rep(&self) -> Option<usize> {
+        self.rep
+    }
 }
 
 impl Row {
@@ -435,27 +449,6 @@ fn run_inside(options: &Options<'_>, wanted: &[Variant]) -> Result {
     Ok(())
 }
 
-/// A case that did not complete.
-struct Failure {
-    variant: &'static str,
-    size: usize,
-    /// The first line of the error.
-    why: String,
-}
-
-impl Failure {
-    /// What the table says for a variant and size without a run.
-    fn cell(failures: &[Failure], variant: &str, size: usize) -> Option<String> {
-        let f: Vec<&Failure> = failures
-            .iter()
-            .filter(|f| f.variant == variant && f.size == size)
-            .collect();
-        let first = f.first()?;
-        let why = first.why.lines().next().unwrap_or_default();
-        Some(format!("failed ({}×): {why}", f.len()))
-    }
-}
-
 /// The skipped variants, after the tables.
 fn print_notes(skipped: &[String]) {
     if !skipped.is_empty() {
@@ -663,34 +656,6 @@ fn medians(rows: &[Row], variants: &[Variant], sizes: &[usize]) -> Vec<Row> {
     out
 }
 
-/// Median and range of `ours / theirs` over the repetitions both have, for one column.
-fn paired_ratio(
-    rows: &[Row],
-    size: usize,
-    ours: &str,
-    theirs: &str,
-    f: fn(&Row) -> f64,
-) -> Option<(f64, f64, f64)> {
-    let find = |v: &str, rep| {
-        rows.iter()
-            .find(|r| r.variant == v && r.size == size && r.rep == Some(rep))
-    };
-    let ratios: Vec<f64> = rows
-        .iter()
-        .filter(|r| r.variant == ours && r.size == size)
-        .filter_map(|a| {
-            let b = find(theirs, a.rep?)?;
-            (f(b) > 0.0).then(|| f(a) / f(b))
-        })
-        .collect();
-    if ratios.is_empty() {
-        return None;
-    }
-    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some((median(ratios), lo, hi))
-}
-
 fn size_label(size: usize) -> String {
     if size >= 1 << 20 && size.is_multiple_of(1 << 20) {
         format!("{} MiB", size >> 20)
@@ -748,17 +713,10 @@ fn print_tables(
             r.steal_percent
         );
     }
-    println!();
-    println!("Ratios, median of the per-repetition ratios (range):");
-    println!();
-    println!("| size | ratio | msgs/s | RTT p50 | RTT p99 | CPU/msg | receiver CPU/msg |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
-    let fmt = |x: Option<(f64, f64, f64)>| match x {
-        Some((m, lo, hi)) => format!("{m:.2} ({lo:.2}–{hi:.2})"),
-        None => "–".into(),
-    };
-    for &size in sizes {
-        for (ours, theirs) in [
+    table::print_ratios(
+        rows,
+        sizes,
+        &[
             ("rclev", "raw"),
             ("rclev-worker", "raw"),
             ("rclev-direct", "raw"),
@@ -767,23 +725,15 @@ fn print_tables(
             ("rclev-direct", "rcl"),
             ("rclev", "ddsperf"),
             ("rclev-direct", "ddsperf"),
-        ] {
-            let ratio = |f: fn(&Row) -> f64| paired_ratio(rows, size, ours, theirs, f);
-            let tput = ratio(|r| r.msgs_per_s);
-            if tput.is_none() {
-                continue;
-            }
-            println!(
-                "| {} | {ours}/{theirs} | {} | {} | {} | {} | {} |",
-                size_label(size),
-                fmt(tput),
-                fmt(ratio(|r| r.rtt_p50_us)),
-                fmt(ratio(|r| r.rtt_p99_us)),
-                fmt(ratio(|r| r.cpu_us_per_msg)),
-                fmt(ratio(|r| r.receiver_cpu_us_per_msg)),
-            );
-        }
-    }
+        ],
+        &[
+            ("msgs/s", |r| r.msgs_per_s),
+            ("RTT p50", |r| r.rtt_p50_us),
+            ("RTT p99", |r| r.rtt_p99_us),
+            ("CPU/msg", |r| r.cpu_us_per_msg),
+            ("receiver CPU/msg", |r| r.receiver_cpu_us_per_msg),
+        ],
+    );
     println!();
     println!(
         "Targets (default delivery, rclev): rclev/raw msgs/s ≥ 0.6 at 16 B and ≥ 0.9 at 64 KiB, \
@@ -824,10 +774,11 @@ mod tests {
         assert_eq!(m.len(), 2);
         assert_eq!(m[0].msgs_per_s, 65.0);
         assert_eq!(m[0].rep, None);
-        let (mid, lo, hi) = paired_ratio(&rows, 16, "rclev", "raw", |r| r.msgs_per_s).unwrap();
+        let (mid, lo, hi) =
+            table::paired_ratio(&rows, 16, "rclev", "raw", |r| r.msgs_per_s).unwrap();
         assert_eq!((lo, hi), (0.8, 0.9));
         assert!((mid - 0.85).abs() < 1e-9);
-        assert!(paired_ratio(&rows, 16, "rclev", "ddsperf", |r| r.msgs_per_s).is_none());
+        assert!(table::paired_ratio(&rows, 16, "rclev", "ddsperf", |r| r.msgs_per_s).is_none());
         // 1.5 cores over 90 msg/s.
         assert!((rows[0].cpu_us_per_msg - 1.5 / 90.0 * 1e6).abs() < 1e-6);
     }

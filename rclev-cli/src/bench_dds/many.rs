@@ -23,6 +23,7 @@ use serde::Serialize;
 
 use super::procs::Proc;
 use super::roles::{self, Role, MANY_FANOUT, MANY_TOPICS};
+use super::table::{self, Failure, Repetition};
 use super::{median, size_label, spawn_role, steal_percent, Options, Variant, START_LIMIT};
 use crate::errors::Result;
 use crate::report::write_json;
@@ -84,7 +85,7 @@ pub(super) fn run(options: &Options<'_>, variants: &[Variant]) -> Result {
         rclev_dds::engine_version()
     );
     let mut rows = Vec::new();
-    let mut failures: Vec<(&'static str, usize, String)> = Vec::new();
+    let mut failures = Vec::new();
     for rep in 0..options.repeat {
         for &size in &options.sizes {
             let mut order = variants.to_vec();
@@ -118,7 +119,11 @@ pub(super) fn run(options: &Options<'_>, variants: &[Variant]) -> Result {
                     }
                     Err(e) => {
                         eprintln!("  rep {rep} {} {size} B failed: {e}", variant.name());
-                        failures.push((variant.name(), size, e.to_string()));
+                        failures.push(Failure {
+                            variant: variant.name(),
+                            size,
+                            why: e.to_string(),
+                        });
                     }
                 }
             }
@@ -192,6 +197,18 @@ fn case(engine: roles::Engine, size: usize, options: &Options<'_>) -> Result<Man
     })
 }
 
+impl Repetition for ManyRow {
+    fn variant(&self) -> &str {
+        self.variant
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn rep(&self) -> Option<usize> {
+        self.rep
+    }
+}
+
 /// The median row of every variant and size that has runs (each column on its own).
 fn medians(rows: &[ManyRow], variants: &[Variant], sizes: &[usize]) -> Vec<ManyRow> {
     let mut out = Vec::new();
@@ -226,37 +243,11 @@ fn medians(rows: &[ManyRow], variants: &[Variant], sizes: &[usize]) -> Vec<ManyR
     out
 }
 
-/// Median and range of `ours / theirs` over the repetitions both have, for one column.
-fn paired_ratio(
-    rows: &[ManyRow],
-    size: usize,
-    ours: &str,
-    theirs: &str,
-    f: fn(&ManyRow) -> f64,
-) -> Option<(f64, f64, f64)> {
-    let ratios: Vec<f64> = rows
-        .iter()
-        .filter(|r| r.variant == ours && r.size == size)
-        .filter_map(|a| {
-            let b = rows
-                .iter()
-                .find(|b| b.variant == theirs && b.size == size && b.rep == a.rep)?;
-            (f(b) > 0.0).then(|| f(a) / f(b))
-        })
-        .collect();
-    if ratios.is_empty() {
-        return None;
-    }
-    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some((median(ratios), lo, hi))
-}
-
 /// Prints the medians and the ratios as Markdown tables.
 fn print_tables(
     rows: &[ManyRow],
     medians: &[ManyRow],
-    failures: &[(&'static str, usize, String)],
+    failures: &[Failure],
     variants: &[Variant],
     sizes: &[usize],
 ) {
@@ -289,57 +280,33 @@ fn print_tables(
                     r.steal_percent
                 ),
                 None => {
-                    let f: Vec<_> = failures
-                        .iter()
-                        .filter(|f| f.0 == v.name() && f.1 == size)
-                        .collect();
-                    if let Some(first) = f.first() {
+                    if let Some(cell) = Failure::cell(failures, v.name(), size) {
                         println!(
-                            "| {} | {} | failed ({}×): {} | | | | | | | | |",
+                            "| {} | {} | {cell} | | | | | | | | |",
                             size_label(size),
-                            v.name(),
-                            f.len(),
-                            first.2.lines().next().unwrap_or_default()
+                            v.name()
                         );
                     }
                 }
             }
         }
     }
-    println!();
-    println!("Ratios, median of the per-repetition ratios (range):");
-    println!();
-    println!(
-        "| size | ratio | CPU/msg (both) | CPU/msg (receiver) | latency p50 | latency p99 | \
-         received msgs/s |"
-    );
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
-    let fmt = |x: Option<(f64, f64, f64)>| match x {
-        Some((m, lo, hi)) => format!("{m:.2} ({lo:.2}–{hi:.2})"),
-        None => "–".into(),
-    };
-    for &size in sizes {
-        for (ours, theirs) in [
+    table::print_ratios(
+        rows,
+        sizes,
+        &[
             ("rclev", "raw"),
             ("rclev-worker", "raw"),
             ("rclev-direct", "raw"),
-        ] {
-            let ratio = |f: fn(&ManyRow) -> f64| paired_ratio(rows, size, ours, theirs, f);
-            let cpu = ratio(|r| r.cpu_us_per_msg);
-            if cpu.is_none() {
-                continue;
-            }
-            println!(
-                "| {} | {ours}/{theirs} | {} | {} | {} | {} | {} |",
-                size_label(size),
-                fmt(cpu),
-                fmt(ratio(|r| r.receiver_cpu_us_per_msg)),
-                fmt(ratio(|r| r.latency_p50_us)),
-                fmt(ratio(|r| r.latency_p99_us)),
-                fmt(ratio(|r| r.msgs_per_s)),
-            );
-        }
-    }
+        ],
+        &[
+            ("CPU/msg (both)", |r| r.cpu_us_per_msg),
+            ("CPU/msg (receiver)", |r| r.receiver_cpu_us_per_msg),
+            ("latency p50", |r| r.latency_p50_us),
+            ("latency p99", |r| r.latency_p99_us),
+            ("received msgs/s", |r| r.msgs_per_s),
+        ],
+    );
 }
 
 #[cfg(test)]
@@ -383,7 +350,8 @@ mod tests {
             (m[0].variant, m[0].cpu_us_per_msg, m[0].rep),
             ("rclev", 7.0, None)
         );
-        let (mid, lo, hi) = paired_ratio(&rows, 16, "rclev", "raw", |r| r.cpu_us_per_msg).unwrap();
+        let (mid, lo, hi) =
+            table::paired_ratio(&rows, 16, "rclev", "raw", |r| r.cpu_us_per_msg).unwrap();
         assert_eq!((mid, lo, hi), (3.0, 2.0, 4.0));
     }
 }

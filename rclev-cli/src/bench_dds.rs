@@ -392,49 +392,31 @@ fn run_inside(options: &Options<'_>, wanted: &[Variant]) -> Result {
         options.repeat,
         rclev_dds::engine_version()
     );
-    let mut rows = Vec::new();
-    let mut failures = Vec::new();
-    for rep in 0..options.repeat {
-        for &size in &options.sizes {
-            let mut order = variants.clone();
-            if rep % 2 == 1 {
-                order.reverse();
-            }
-            for variant in order {
-                match run_case(variant, size, options, rcl_program.as_ref()) {
-                    Ok((t, r)) => {
-                        let row = Row::new(variant, size, rep, &t, &r);
-                        eprintln!(
-                            "  rep {rep} {:>7} {:>6} B: {:>9.0} msg/s {:>8.1} MB/s, {:>5.2} µs \
-                             CPU/msg, lost {:.1}%, steal {:.1}% | RTT p50 {:.1} µs p99 {:.1} µs \
-                             ({} samples)",
-                            row.variant,
-                            size,
-                            row.msgs_per_s,
-                            row.mb_per_s,
-                            row.cpu_us_per_msg,
-                            row.lost_percent,
-                            row.steal_percent,
-                            row.rtt_p50_us,
-                            row.rtt_p99_us,
-                            row.rtt_samples
-                        );
-                        rows.push(row);
-                    }
-                    // A variant that cannot move a size must not cost the run the others'
-                    // figures: the table says it failed, and why.
-                    Err(e) => {
-                        eprintln!("  rep {rep} {} {size} B failed: {e}", variant.name());
-                        failures.push(Failure {
-                            variant: variant.name(),
-                            size,
-                            why: e.to_string(),
-                        });
-                    }
-                }
-            }
-        }
-    }
+    let (rows, failures) = table::run_interleaved(
+        &variants,
+        &options.sizes,
+        options.repeat,
+        |variant, size, rep| {
+            let (t, r) = run_case(variant, size, options, rcl_program.as_ref())?;
+            let row = Row::new(variant, size, rep, &t, &r);
+            eprintln!(
+                "  rep {rep} {:>7} {:>6} B: {:>9.0} msg/s {:>8.1} MB/s, {:>5.2} µs \
+                 CPU/msg, lost {:.1}%, steal {:.1}% | RTT p50 {:.1} µs p99 {:.1} µs \
+                 ({} samples)",
+                row.variant,
+                size,
+                row.msgs_per_s,
+                row.mb_per_s,
+                row.cpu_us_per_msg,
+                row.lost_percent,
+                row.steal_percent,
+                row.rtt_p50_us,
+                row.rtt_p99_us,
+                row.rtt_samples
+            );
+            Ok(row)
+        },
+    );
     let medians = medians(&rows, &variants, &options.sizes);
     print_tables(&rows, &medians, &failures, &variants, &options.sizes);
     print_notes(&skipped);

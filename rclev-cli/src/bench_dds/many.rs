@@ -84,51 +84,33 @@ pub(super) fn run(options: &Options<'_>, variants: &[Variant]) -> Result {
         options.repeat,
         rclev_dds::engine_version()
     );
-    let mut rows = Vec::new();
-    let mut failures = Vec::new();
-    for rep in 0..options.repeat {
-        for &size in &options.sizes {
-            let mut order = variants.to_vec();
-            if rep % 2 == 1 {
-                order.reverse();
-            }
-            for variant in order {
-                let Some(engine) = variant.engine() else {
-                    continue; // refused before the namespace was made
-                };
-                match case(engine, size, options) {
-                    Ok(mut row) => {
-                        row.variant = variant.name();
-                        row.rep = Some(rep);
-                        eprintln!(
-                            "  rep {rep} {:>12} {:>6} B: sent {:.0}/s, received {:.0}/s \
-                             ({:.1}%), {:.2} µs CPU/msg ({:.2} receiver), latency p50 {:.1} µs \
-                             p99 {:.1} µs, steal {:.1}%",
-                            row.variant,
-                            size,
-                            row.sent_per_s,
-                            row.msgs_per_s,
-                            row.delivered_percent,
-                            row.cpu_us_per_msg,
-                            row.receiver_cpu_us_per_msg,
-                            row.latency_p50_us,
-                            row.latency_p99_us,
-                            row.steal_percent
-                        );
-                        rows.push(row);
-                    }
-                    Err(e) => {
-                        eprintln!("  rep {rep} {} {size} B failed: {e}", variant.name());
-                        failures.push(Failure {
-                            variant: variant.name(),
-                            size,
-                            why: e.to_string(),
-                        });
-                    }
-                }
-            }
-        }
-    }
+    let (rows, failures) = table::run_interleaved(
+        variants,
+        &options.sizes,
+        options.repeat,
+        |variant, size, rep| {
+            // Refused before the namespace was made.
+            let engine = variant.engine().ok_or("not a variant of this scenario")?;
+            let mut row = case(engine, size, options)?;
+            row.variant = variant.name();
+            row.rep = Some(rep);
+            eprintln!(
+                "  rep {rep} {:>12} {:>6} B: sent {:.0}/s, received {:.0}/s ({:.1}%), {:.2} µs \
+                 CPU/msg ({:.2} receiver), latency p50 {:.1} µs p99 {:.1} µs, steal {:.1}%",
+                row.variant,
+                size,
+                row.sent_per_s,
+                row.msgs_per_s,
+                row.delivered_percent,
+                row.cpu_us_per_msg,
+                row.receiver_cpu_us_per_msg,
+                row.latency_p50_us,
+                row.latency_p99_us,
+                row.steal_percent
+            );
+            Ok(row)
+        },
+    );
     let medians = medians(&rows, variants, &options.sizes);
     print_tables(&rows, &medians, &failures, variants, &options.sizes);
     if let Some(path) = options.json {

@@ -1,7 +1,8 @@
 //! What both DDS scenarios print the same way: failed cases, and the ratio table (the median
 //! and range of per-repetition ratios, variant against baseline, column by column).
 
-use super::median;
+use super::{median, Variant};
+use crate::errors::Result;
 
 /// One measured case of a scenario: which variant, which size, which repetition.
 pub(super) trait Repetition {
@@ -32,6 +33,41 @@ impl Failure {
         let why = first.why.lines().next().unwrap_or_default();
         Some(format!("failed ({}×): {why}", f.len()))
     }
+}
+
+/// Runs every case `repeat` times, interleaved so that a noisy spell of the VM hits all the
+/// variants: for each repetition and size, each variant in turn, in reverse order every other
+/// repetition. A case that fails is kept as a [`Failure`] (a variant that cannot move a size
+/// must not cost the run the others' figures: the table says it failed, and why).
+pub(super) fn run_interleaved<R>(
+    variants: &[Variant],
+    sizes: &[usize],
+    repeat: usize,
+    mut case: impl FnMut(Variant, usize, usize) -> Result<R>,
+) -> (Vec<R>, Vec<Failure>) {
+    let (mut rows, mut failures) = (Vec::new(), Vec::new());
+    for rep in 0..repeat {
+        for &size in sizes {
+            let mut order = variants.to_vec();
+            if rep % 2 == 1 {
+                order.reverse();
+            }
+            for variant in order {
+                match case(variant, size, rep) {
+                    Ok(row) => rows.push(row),
+                    Err(e) => {
+                        eprintln!("  rep {rep} {} {size} B failed: {e}", variant.name());
+                        failures.push(Failure {
+                            variant: variant.name(),
+                            size,
+                            why: e.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    (rows, failures)
 }
 
 /// Median and range of `ours / theirs` over the repetitions both have, for one column.

@@ -451,10 +451,6 @@ mod tests {
         assert_eq!(json(&config, "connect/endpoints"), serde_json::json!([]));
         assert_eq!(json(&config, "scouting/multicast/enabled"), false);
         assert_eq!(json(&config, "scouting/gossip/enabled"), true);
-        assert_eq!(
-            json(&config, "routing/router/peers_failover_brokering"),
-            false
-        );
         // Zenoh's own 5 s, unlike the sessions' minute.
         assert_eq!(
             json(

@@ -5,3 +5,5 @@
 //! QoS) are in `docs/zenoh.md`, each with its source in rmw_zenoh.
 
 #![warn(missing_docs)]
+
+pub mod wire;

@@ -172,6 +172,18 @@ mod tests {
     }
 
     #[test]
+    fn service_keyexpr_uses_the_service_type_and_hash() {
+        use rclev::interfaces::example_interfaces::srv::AddTwoInts;
+        use rclev::msg::ServiceType;
+        let types = ServiceTypes::of::<AddTwoInts>();
+        let expected = format!(
+            "0/add_two_ints/example_interfaces::srv::dds_::AddTwoInts_/{}",
+            AddTwoInts::TYPE_HASH
+        );
+        assert_eq!(service_keyexpr(0, "/add_two_ints", &types), Ok(expected));
+    }
+
+    #[test]
     fn type_hash_forms() {
         let parsed = WireTypeHash::parse(STRING_HASH).unwrap();
         assert_eq!(parsed.to_string(), STRING_HASH);

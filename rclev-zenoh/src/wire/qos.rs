@@ -29,7 +29,9 @@
 //! Sources: rmw_zenoh `rmw_zenoh_cpp/src/detail/liveliness_utils.cpp` (`qos_to_keyexpr`,
 //! `keyexpr_to_qos`) at rolling `bfc065f`; `qos.cpp` (defaults and `best_available_qos`) at
 //! `bfc065f` (transient-local default) and at `5e10d47` (volatile default, 2025);
-//! `rmw_publisher_data.cpp` at `bfc065f` for the congestion control and the cache depth.
+//! `rmw_publisher_data.cpp` at `bfc065f` (zenoh-c publication cache) and its 2025 zenoh-cpp
+//! version (advanced publisher; found by code search, commit not recorded by the index) for
+//! the congestion control, reliability, cache depth and sample-miss detection.
 
 use std::time::Duration;
 
@@ -335,6 +337,19 @@ impl WireQos {
         }
     }
 
+    /// Whether the Zenoh publisher is declared reliable: only for rmw's reliable (best
+    /// effort and best available get Zenoh's best effort).
+    pub fn zenoh_reliable(&self) -> bool {
+        self.reliability == Self::RELIABLE
+    }
+
+    /// Whether a transient-local publisher also turns on sample-miss detection (with a
+    /// sporadic heartbeat), so late or lossy subscribers recover from its cache: only when it
+    /// is also reliable.
+    pub fn sample_miss_detection(&self) -> bool {
+        self.durability == Self::TRANSIENT_LOCAL && self.reliability == Self::RELIABLE
+    }
+
     /// How many samples a publisher keeps for late joiners: `Some(depth)` for transient-local,
     /// `None` (no cache) otherwise.
     pub fn publisher_cache_depth(&self) -> Option<u64> {
@@ -418,6 +433,9 @@ mod tests {
         let sensor = WireQos::from_profile(&QoSProfile::sensor_data());
         assert_eq!(sensor.to_keyexpr(), "2::,5:,:,:,,");
         assert_eq!(sensor.publisher_cache_depth(), None);
+        assert!(!sensor.zenoh_reliable());
+        assert!(wire.zenoh_reliable() && wire.sample_miss_detection());
+        assert!(!WireQos::DEFAULT.sample_miss_detection());
 
         let p = QoSProfile {
             history: History::KeepLast(0),

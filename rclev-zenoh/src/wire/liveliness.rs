@@ -123,9 +123,10 @@ pub struct TopicInfo {
 
 /// One liveliness token, parsed: a node or one of its endpoints.
 ///
-/// [`Token::to_keyexpr`] and [`Token::parse`] are inverse: a token parsed from a peer's key
-/// expression writes back exactly that key expression, so [`Token::gid`] gives the GID the
-/// peer itself computed.
+/// [`Token::to_keyexpr`] writes canonical tokens (QoS defaults elided, numbers without
+/// leading zeros), and [`Token::parse`] reads them back to the same value. Parsing refuses
+/// non-canonical numbers but, like rmw_zenoh, accepts a QoS field spelled out at its default
+/// value; such a token writes back in canonical form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token {
     /// ROS domain id.
@@ -248,6 +249,11 @@ impl Token {
     }
 
     /// The entity's GID: XXH3-128 of [`Token::to_keyexpr`] (see [`gid_of`]).
+    ///
+    /// For a token received from a peer this is the GID the peer uses whenever its key
+    /// expression was canonical (every rmw_zenoh since #521 writes canonical tokens); a
+    /// peer that spelled a QoS default out computed its GID from its own spelling, which
+    /// `gid_of(received)` reproduces.
     pub fn gid(&self) -> Gid {
         gid_of(&self.to_keyexpr())
     }

@@ -423,6 +423,14 @@ mod tests {
     }
 
     #[test]
+    fn spelled_out_defaults_are_read() {
+        // A pre-#521 peer (transient-local default) spells volatile out as `2`.
+        let q = WireQos::parse("1:2:1,42:9223372036,854775807:,:1,,").unwrap();
+        assert_eq!(q, WireQos::DEFAULT);
+        assert_eq!(q.to_keyexpr(), "::,:,:,:,,");
+    }
+
+    #[test]
     fn profiles_convert() {
         let latched = QoSProfile::default().keep_last(1).transient_local();
         let wire = WireQos::from_profile(&latched);

@@ -2,7 +2,7 @@
 //! tier-1 Zenoh middleware since Kilted), in pure Rust on the `zenoh` crate.
 //!
 //! The wire conventions it follows (key expressions, liveliness tokens, GIDs, attachments,
-//! QoS) are in `docs/zenoh.md`, each with its source in rmw_zenoh.
+//! QoS) are in `docs/zenoh.md`, each with its source in rmw_zenoh, and in code in [`wire`].
 //!
 //! Set-up, as rmw_zenoh's: a process opens one [`ZenohSession`] (a peer dialling the router
 //! on `tcp/localhost:7447`) from [`ZenohOptions`] (`ZENOH_SESSION_CONFIG_URI`,
@@ -21,7 +21,7 @@
 //!
 //! | layer | files |
 //! |-------|-------|
-//! | 0 | `config.rs` ([`config`]: the default configurations, the environment variables) |
+//! | 0 | `config.rs` ([`config`]: the default configurations, the environment variables), `wire/` ([`wire`]: rmw_zenoh's conventions, sans I/O) |
 //! | 1 | `session.rs` ([`ZenohSession`], the router check, blocking calls kept off current-thread runtimes) |
 //! | 2 | `router.rs` ([`Router`]: rmw_zenohd in process) |
 //! | 3 | `lib.rs` (this root) |
@@ -31,6 +31,7 @@
 pub mod config;
 mod router;
 mod session;
+pub mod wire;
 
 pub use config::{ConfigError, ConfigOverride, ConfigSource, RouterCheck, ZenohOptions};
 pub use router::Router;

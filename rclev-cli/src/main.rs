@@ -1,5 +1,6 @@
-//! The `rclev` command line: demos, benchmarks, and (with the `dds` feature) the everyday ROS 2
-//! tools over DDS: `node`, `topic`, `service`, `param`, `action`.
+//! The `rclev` command line: demos, benchmarks, (with the `dds` feature) the everyday ROS 2
+//! tools over DDS: `node`, `topic`, `service`, `param`, `action`, and (with the `zenoh`
+//! feature) a Zenoh router for rmw_zenoh: `zenoh router`.
 //!
 //! It is its own crate, `rclev-cli`, so that a crate depending on the `rclev` library builds
 //! none of it (nor clap, plotters, hdrhistogram, serde_json, tracing-subscriber). From the
@@ -39,6 +40,8 @@ mod topic;
 #[cfg(feature = "dds")]
 mod topic_stats;
 mod type_names;
+#[cfg(feature = "zenoh")]
+mod zenoh_router;
 
 #[derive(Parser)]
 #[command(
@@ -90,6 +93,10 @@ enum Command {
     #[cfg(feature = "dds")]
     #[command(hide = true)]
     BenchDdsRole(bench_dds::RoleArgs),
+    /// Zenoh for ROS 2 nodes on rmw_zenoh: router.
+    #[cfg(feature = "zenoh")]
+    #[command(subcommand)]
+    Zenoh(ZenohCommand),
     /// Burns one core for a while: the CPU load `bench timers --load` runs beside it.
     #[command(hide = true)]
     BenchHog {
@@ -112,6 +119,16 @@ enum Command {
         #[arg(long, default_value_t = 5.0)]
         secs: f64,
     },
+}
+
+/// Zenoh, as rmw_zenoh uses it.
+#[cfg(feature = "zenoh")]
+#[derive(Subcommand)]
+enum ZenohCommand {
+    /// Runs a Zenoh router until Ctrl-C, like `ros2 run rmw_zenoh_cpp rmw_zenohd`: rmw_zenohd's
+    /// default configuration (tcp/[::]:7447), ZENOH_ROUTER_CONFIG_URI and ZENOH_CONFIG_OVERRIDE
+    /// honoured.
+    Router,
 }
 
 /// Nodes on the ROS graph.
@@ -537,6 +554,8 @@ fn run() -> errors::Result {
         Command::Demo(DemoCommand::Fibonacci { order, step_ms }) => demo::fibonacci(order, step_ms),
         Command::Interface(InterfaceCommand::List) => interface::list(),
         Command::BenchHog { secs } => bench_timers::hog(secs),
+        #[cfg(feature = "zenoh")]
+        Command::Zenoh(ZenohCommand::Router) => zenoh_router::run(),
         Command::Interface(InterfaceCommand::Show { name }) => interface::show(&name),
         #[cfg(feature = "dds")]
         Command::Topic(TopicCommand::Echo {

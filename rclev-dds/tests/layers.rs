@@ -7,7 +7,6 @@ const LAYERS: &[(&str, u8)] = &[
     ("cdr.rs", 0),
     ("error.rs", 0),
     ("ffi.rs", 0),
-    ("isolation.rs", 0),
     ("names.rs", 0),
     ("entities.rs", 1),
     ("inbox.rs", 1),

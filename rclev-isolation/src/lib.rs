@@ -1,11 +1,14 @@
-//! Running a program where its DDS traffic meets no one else's: in a fresh network namespace
-//! with only loopback (`lo`) up, and a `/dev/shm` of its own.
+//! Running a program where its network traffic meets no one else's: in a fresh network
+//! namespace with only loopback (`lo`) up, and a `/dev/shm` of its own.
 //!
-//! This is how rclev-dds's own tests and `rclev bench pubsub --transport dds` run, and what a
-//! test of your own node over DDS may want too. A network namespace alone keeps the UDP
-//! traffic in, and peers on other hosts or in other tests out; Fast DDS's shared-memory
-//! transport, though, meets in `/dev/shm` whatever shares it (tests running side by side,
-//! segments a killed process left behind), so the namespace also gets a private mount
+//! This is how the tests of rclev's wire transports run — rclev-dds's (DDS) and rclev-zenoh's
+//! (Zenoh) — and `rclev bench pubsub --transport dds`; a test of your own node over either may
+//! want it too. It knows nothing of any transport (std only), so any transport's tests can use
+//! it. A network namespace alone keeps the traffic in, and peers on other hosts or in other
+//! tests out: DDS's UDP discovery and data, and TCP ports such as the Zenoh router's 7447, which
+//! each namespace has to itself, so tests side by side may each run a router on it. Fast DDS's
+//! shared-memory transport, though, meets in `/dev/shm` whatever shares it (tests running side
+//! by side, segments a killed process left behind), so the namespace also gets a private mount
 //! namespace with an empty tmpfs there. Both are gone when the program and its children exit.
 //!
 //! It is made with util-linux's `unshare -n -m --propagation private`, then `ip link set lo
@@ -19,11 +22,11 @@
 //!
 //! A test can run itself isolated: re-execute its own binary ([`std::env::current_exe`]) with
 //! the test's name, `--exact`, and an environment variable that tells the child it is inside
-//! (as rclev-dds's `tests/common/mod.rs` does):
+//! (as rclev-dds's and rclev-zenoh's `tests/common/mod.rs` do):
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use rclev_dds::isolation::Isolated;
+//! use rclev_isolation::Isolated;
 //!
 //! const INSIDE: &str = "MY_TEST_ISOLATED";
 //!
@@ -42,6 +45,8 @@
 //!     // Here: only `lo`, an empty /dev/shm, ROS_DOMAIN_ID=7. Make the nodes, talk.
 //! }
 //! ```
+
+#![warn(missing_docs)]
 
 use std::ffi::OsStr;
 use std::fmt;

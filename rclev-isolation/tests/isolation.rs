@@ -1,12 +1,12 @@
-//! `rclev_dds::isolation`: a program runs with only `lo`, up, and an empty `/dev/shm`; its exit
+//! `rclev_isolation`: a program runs with only `lo`, up, and an empty `/dev/shm`; its exit
 //! status comes back; past its limit it is killed; and without privilege the answer is
 //! `IsolationError::Namespace` (the test re-executes itself with every capability dropped).
-//! Needs root, as the other DDS tests do.
+//! Needs root, as the transports' tests do.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rclev_dds::isolation::{check, Isolated, IsolationError};
+use rclev_isolation::{check, Isolated, IsolationError};
 
 /// Set in the copy of this binary that runs with no capabilities.
 const UNPRIVILEGED: &str = "RCLEV_ISOLATION_TEST_UNPRIVILEGED";
@@ -85,7 +85,7 @@ fn without_privilege_it_is_a_typed_error() {
         ));
         return;
     }
-    check().expect("this test runs as root, as the other DDS tests do");
+    check().expect("this test runs as root, as the transports' tests do");
     let status = Command::new("setpriv")
         .args(["--inh-caps=-all", "--bounding-set=-all", "--"])
         .arg(std::env::current_exe().unwrap())

@@ -1,0 +1,68 @@
+//! What the Zenoh tests share: each runs in a network namespace of its own (only `lo`, made by
+//! the test with `rclev_isolation`), so that the router each one starts has port 7447 to
+//! itself and nothing leaves the machine; bounded in time (killed past the limit). Needs root,
+//! as the DDS tests do. Python peers come from the oracle venv (`bash .ci/oracles`).
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rclev_isolation::{Isolated, IsolationError};
+
+/// Set inside the namespace, for the re-executed test.
+const INSIDE: &str = "RCLEV_ZENOH_TEST_NETNS";
+
+/// The Zenoh variables a test's environment must not bring in: each test sets its own.
+const ZENOH_VARIABLES: [&str; 4] = [
+    "ZENOH_SESSION_CONFIG_URI",
+    "ZENOH_ROUTER_CONFIG_URI",
+    "ZENOH_CONFIG_OVERRIDE",
+    "ZENOH_ROUTER_CHECK_ATTEMPTS",
+];
+
+/// Runs `body` in a fresh network namespace: the test binary re-executes itself there, running
+/// only `test` (its full name), with `env` set and no other Zenoh variable, within `limit`.
+pub fn in_netns(test: &str, env: &[(&str, &str)], limit: Duration, body: impl FnOnce()) {
+    if std::env::var_os(INSIDE).is_some() {
+        body();
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut run = Isolated::new(exe);
+    let command = run.command();
+    command
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(INSIDE, "1");
+    for v in ZENOH_VARIABLES {
+        command.env_remove(v);
+    }
+    command.envs(env.iter().copied());
+    match run.run_within(limit) {
+        Ok(status) => assert!(status.success(), "{test} failed in its namespace: {status}"),
+        Err(IsolationError::TimedOut { .. }) => panic!("{test} did not finish within {limit:?}"),
+        Err(e) => panic!("{test} could not run in a network namespace of its own: {e}"),
+    }
+}
+
+/// Tries `f` until it gives something, at most `limit` (each try may itself wait).
+pub fn eventually<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(t) = f() {
+            return Some(t);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The oracle venv (`RCLEV_ORACLE_VENV`, else `<workspace>/target/oracle-venv`), as the DDS
+/// tests find it.
+pub fn venv() -> PathBuf {
+    std::env::var_os("RCLEV_ORACLE_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/oracle-venv"))
+}

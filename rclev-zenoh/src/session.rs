@@ -319,9 +319,8 @@ mod tests {
         assert!(elsewhere.1, "the helper thread has no runtime context");
     }
 
-    #[test]
-    fn without_a_router_and_without_a_check_a_session_opens_alone() {
-        // No network: a peer that listens on nothing and dials nothing.
+    /// No network: a peer that listens on nothing and dials nothing.
+    fn alone() -> zenoh::Config {
         let mut config = zenoh::Config::default();
         for (k, v) in [
             ("listen/endpoints", "[]"),
@@ -330,6 +329,12 @@ mod tests {
         ] {
             config.insert_json5(k, v).unwrap();
         }
+        config
+    }
+
+    #[test]
+    fn without_a_router_and_without_a_check_a_session_opens_alone() {
+        let config = alone();
         let session = ZenohSession::open_with(config.clone(), RouterCheck::Skip, Duration::ZERO)
             .expect("opens");
         assert!(session.routers().is_empty());
@@ -348,14 +353,7 @@ mod tests {
 
     #[test]
     fn a_session_opens_and_drops_inside_a_current_thread_runtime() {
-        let mut config = zenoh::Config::default();
-        for (k, v) in [
-            ("listen/endpoints", "[]"),
-            ("connect/endpoints", "[]"),
-            ("scouting/multicast/enabled", "false"),
-        ] {
-            config.insert_json5(k, v).unwrap();
-        }
+        let config = alone();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -217,7 +217,10 @@ impl SampleSink for RequestInbox {
     }
 
     fn refused(&self, len: usize, meta: &SampleMeta) {
-        self.inbox.refused(len, &meta.identity.guid);
+        self.inbox.refused(
+            len,
+            &format_args!("writer {}", crate::names::id_text(&meta.identity.guid)),
+        );
     }
 
     fn data_available(&self) {
@@ -245,7 +248,7 @@ impl DdsService {
         let setup = Setup::new(node, endpoint, Side::Server)?;
         let fill = Fill::of(setup.reader_qos.history);
         let requests = Arc::new(RequestInbox {
-            inbox: Inbox::new(&endpoint.name, fill, ready),
+            inbox: Inbox::new(&endpoint.name, fill.history(), ready),
             routes: Mutex::new(HashMap::new()),
             graph: node.shared.handle.graph.clone(),
         });
@@ -559,7 +562,10 @@ impl SampleSink for ResponseInbox {
     }
 
     fn refused(&self, len: usize, meta: &SampleMeta) {
-        self.inbox.refused(len, &meta.identity.guid);
+        self.inbox.refused(
+            len,
+            &format_args!("writer {}", crate::names::id_text(&meta.identity.guid)),
+        );
     }
 }
 
@@ -595,7 +601,7 @@ impl DdsClient {
         // Bounded by the requests waiting, not by a depth: see `ResponseInbox`.
         let fill = Fill::KeepLast(usize::MAX);
         let inbox = Arc::new(ResponseInbox {
-            inbox: Inbox::new(&endpoint.name, fill, ready),
+            inbox: Inbox::new(&endpoint.name, fill.history(), ready),
             own: OnceLock::new(),
             header_id: u64::from_be_bytes(header_id),
             sent: AtomicU64::new(0),

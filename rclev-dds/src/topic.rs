@@ -234,7 +234,10 @@ impl SampleSink for SubscriptionInbox {
     }
 
     fn refused(&self, len: usize, meta: &SampleMeta) {
-        self.inbox.refused(len, &meta.identity.guid);
+        self.inbox.refused(
+            len,
+            &format_args!("writer {}", crate::names::id_text(&meta.identity.guid)),
+        );
     }
 
     fn data_available(&self) {
@@ -266,7 +269,7 @@ impl DdsSubscription {
         let ts = endpoint.type_support;
         let fill = Fill::of(qos.history);
         let shared = Arc::new(SubscriptionInbox {
-            inbox: Inbox::new(&endpoint.name, fill, ready),
+            inbox: Inbox::new(&endpoint.name, fill.history(), ready),
             decode: ts.deserialize(),
             received: AtomicU64::new(0),
         });
@@ -401,7 +404,7 @@ mod tests {
     fn listener(decode: Option<DeserializeFn>) -> ReaderEvents<SubscriptionInbox> {
         ReaderEvents {
             sink: Arc::new(SubscriptionInbox {
-                inbox: Inbox::new("/t", Fill::KeepLast(8), Arc::new(Quiet)),
+                inbox: Inbox::new("/t", Fill::KeepLast(8).history(), Arc::new(Quiet)),
                 decode,
                 received: AtomicU64::new(0),
             }),

@@ -90,6 +90,11 @@ pub enum ConfigError {
         /// The variable.
         variable: &'static str,
     },
+    /// `ROS_DOMAIN_ID` is not a whole number.
+    DomainId {
+        /// The value as found.
+        value: String,
+    },
     /// One of rclev-zenoh's built-in configurations was refused by Zenoh: a bug of rclev's
     /// (the unit tests parse both).
     BuiltIn {
@@ -128,6 +133,9 @@ impl fmt::Display for ConfigError {
                 "{ROUTER_CHECK_ATTEMPTS}={value:?} is not a whole number (n > 0: look for a \
                  router n times, once a second; 0: until one is found; negative: do not look)"
             ),
+            Self::DomainId { value } => {
+                write!(f, "ROS_DOMAIN_ID={value:?} is not a whole number")
+            }
             Self::NotUnicode { variable } => write!(f, "{variable} is not valid UTF-8"),
             Self::BuiltIn { which, reason } => write!(
                 f,
@@ -285,6 +293,21 @@ impl ConfigSource {
                 })
             }
         }
+    }
+}
+
+/// The ROS domain from `ROS_DOMAIN_ID` (0 when unset or empty), as rcl reads it.
+pub fn domain_id_from_env() -> Result<usize, ConfigError> {
+    domain_id_from(std::env::var("ROS_DOMAIN_ID").ok().as_deref())
+}
+
+/// The ROS domain from a `ROS_DOMAIN_ID` value (`None`: unset).
+pub fn domain_id_from(value: Option<&str>) -> Result<usize, ConfigError> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(0),
+        Some(v) => v.parse().map_err(|_| ConfigError::DomainId {
+            value: v.to_owned(),
+        }),
     }
 }
 

@@ -31,8 +31,10 @@
 pub mod config;
 mod router;
 mod session;
+mod transport;
 pub mod wire;
 
 pub use config::{ConfigError, ConfigOverride, ConfigSource, RouterCheck, ZenohOptions};
 pub use router::Router;
 pub use session::{SessionError, ZenohSession};
+pub use transport::{ZenohTransport, MAX_TOKENS};

@@ -23,11 +23,13 @@ use crate::qos::{QoSProfile, QosEvent, QosEventKind};
 
 mod graph;
 mod ids;
+mod inbox;
 pub(crate) mod intra;
 mod payload;
 
 pub use graph::{EndpointInfo, EndpointKind, GraphNotifier, GraphSnapshot, NodeName};
 pub use ids::{Gid, MessageInfo, RequestId};
+pub use inbox::{Inbox, InboxHistory};
 pub use intra::IntraProcess;
 pub use payload::{DeserializeFn, EncodeInPlace, EncodedLenFn, Payload, SerializeFn, TypeSupport};
 

@@ -1,0 +1,225 @@
+//! The ROS graph as liveliness tokens show it: every token under `@ros2_lv/<domain>/**`
+//! (this session's own, put here as they are declared, and every peer's, from the liveliness
+//! subscriber), parsed, and the queries the transport answers from them.
+//!
+//! Tokens come from the network: a malformed one is refused and counted (the graph never
+//! shows half of it), and the cache holds at most [`MAX_TOKENS`] (more are refused and
+//! counted), so no peer can grow it without bound. Lock order: the token map's mutex is a
+//! leaf; the notifier is bumped after it is released.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use rclev::throttle::ReportThrottle;
+use rclev::transport::{EndpointKind, GraphNotifier, GraphSnapshot};
+use rclev::QoSProfile;
+
+use crate::wire::{EntityKind, Token};
+
+/// The most tokens the cache holds: far more than any ROS 2 system declares (a large robot
+/// has a few thousand endpoints), few enough that a flood costs megabytes, not the host.
+pub const MAX_TOKENS: usize = 100_000;
+
+/// Refused tokens, logged at most every 10 s.
+static REFUSED: ReportThrottle = ReportThrottle::new(Duration::from_secs(10));
+
+/// The tokens known now, by key expression, and the notifier of their changes.
+#[derive(Debug, Default)]
+pub(crate) struct GraphCache {
+    tokens: Mutex<HashMap<String, Token>>,
+    refused: AtomicU64,
+    notifier: GraphNotifier,
+}
+
+/// Which endpoints of a topic or service count as matched with one of ours: the same name,
+/// DDS type name and type hash (the data key expression), of the given kind.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MatchKey<'a> {
+    pub name: &'a str,
+    pub dds_type_name: &'a str,
+    pub type_hash: &'a crate::wire::WireTypeHash,
+    pub kind: EntityKind,
+}
+
+impl GraphCache {
+    fn tokens(&self) -> MutexGuard<'_, HashMap<String, Token>> {
+        self.tokens.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A token appeared (a peer's, from the liveliness subscriber, or one of ours).
+    pub fn put(&self, keyexpr: &str) {
+        let token = match Token::parse(keyexpr) {
+            Ok(token) => token,
+            Err(error) => return self.refuse(keyexpr, &error.to_string()),
+        };
+        let inserted = {
+            let mut tokens = self.tokens();
+            if tokens.contains_key(keyexpr) {
+                false
+            } else if tokens.len() >= MAX_TOKENS {
+                drop(tokens);
+                return self.refuse(keyexpr, "the graph cache is full");
+            } else {
+                tokens.insert(keyexpr.to_owned(), token);
+                true
+            }
+        };
+        if inserted {
+            self.notifier.changed();
+        }
+    }
+
+    /// A token of ours, known before the subscriber reports it.
+    pub fn put_own(&self, token: &Token) {
+        let keyexpr = token.to_keyexpr();
+        let inserted = self.tokens().insert(keyexpr, token.clone()).is_none();
+        if inserted {
+            self.notifier.changed();
+        }
+    }
+
+    /// A token disappeared (undeclared, or its session is gone).
+    pub fn delete(&self, keyexpr: &str) {
+        let removed = self.tokens().remove(keyexpr).is_some();
+        if removed {
+            self.notifier.changed();
+        }
+    }
+
+    fn refuse(&self, keyexpr: &str, reason: &str) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        if let Some(held_back) = REFUSED.note("liveliness") {
+            tracing::warn!(
+                target: "rclev_zenoh",
+                "liveliness token {} refused: {reason}{held_back}",
+                crate::wire::quote(keyexpr),
+            );
+        }
+    }
+
+    /// Tokens refused so far (malformed, or beyond [`MAX_TOKENS`]).
+    pub fn refused_count(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// The graph now: every node token's node, every endpoint token's endpoint.
+    pub fn snapshot(&self) -> GraphSnapshot {
+        let tokens = self.tokens();
+        let mut graph = GraphSnapshot::default();
+        for token in tokens.values() {
+            match token.endpoint_info() {
+                Some(endpoint) => graph.endpoints.push(endpoint),
+                None => graph.nodes.push(token.node()),
+            }
+        }
+        graph
+    }
+
+    /// How many endpoints match `key`.
+    pub fn count(&self, key: MatchKey<'_>) -> usize {
+        self.tokens()
+            .values()
+            .filter(|t| {
+                t.kind == key.kind
+                    && t.topic.as_ref().is_some_and(|topic| {
+                        topic.name == key.name
+                            && topic.type_name == key.dds_type_name
+                            && topic.type_hash == *key.type_hash
+                    })
+            })
+            .count()
+    }
+
+    /// The QoS profiles the publishers on `name` offer (for a subscription's `BestAvailable`).
+    pub fn offers(&self, name: &str) -> Vec<QoSProfile> {
+        self.tokens()
+            .values()
+            .filter(|t| t.kind == EntityKind::Publisher)
+            .filter_map(|t| t.endpoint_info())
+            .filter(|e| e.name == name && e.kind == EndpointKind::Publisher)
+            .map(|e| e.qos)
+            .collect()
+    }
+
+    /// A receiver of every later change.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.notifier.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{TopicInfo, WireQos, WireTypeHash};
+    use rclev::msg::TypeHash;
+
+    fn token(kind: EntityKind, id: u64) -> Token {
+        Token {
+            domain_id: 0,
+            zid: "1f".into(),
+            node_id: 0,
+            entity_id: id,
+            kind,
+            enclave: "/".into(),
+            namespace: "/".into(),
+            node_name: "talker".into(),
+            topic: (kind != EntityKind::Node).then(|| TopicInfo {
+                name: "/chatter".into(),
+                type_name: "std_msgs::msg::dds_::String_".into(),
+                type_hash: WireTypeHash::Rihs01(TypeHash([7; 32])),
+                qos: WireQos::DEFAULT,
+            }),
+        }
+    }
+
+    #[test]
+    fn tokens_make_the_graph_and_malformed_ones_are_refused() {
+        let graph = GraphCache::default();
+        let changes = graph.subscribe();
+        graph.put(&token(EntityKind::Node, 0).to_keyexpr());
+        graph.put(&token(EntityKind::Publisher, 1).to_keyexpr());
+        graph.put_own(&token(EntityKind::Publisher, 1));
+        graph.put("@ros2_lv/0/zz/0/0/NN/%/%/x");
+        graph.put("@ros2_lv/0/1f/0/2/XX/%/%/x");
+        let snapshot = graph.snapshot();
+        assert_eq!(snapshot.node_names().len(), 1);
+        assert_eq!(snapshot.count("/chatter", EndpointKind::Publisher), 1);
+        assert_eq!(graph.refused_count(), 2);
+        assert!(changes.has_changed().unwrap());
+        let hash = WireTypeHash::Rihs01(TypeHash([7; 32]));
+        let key = MatchKey {
+            name: "/chatter",
+            dds_type_name: "std_msgs::msg::dds_::String_",
+            type_hash: &hash,
+            kind: EntityKind::Publisher,
+        };
+        assert_eq!(graph.count(key), 1);
+        let other = WireTypeHash::Rihs01(TypeHash([8; 32]));
+        assert_eq!(
+            graph.count(MatchKey {
+                type_hash: &other,
+                ..key
+            }),
+            0
+        );
+        graph.delete(&token(EntityKind::Publisher, 1).to_keyexpr());
+        assert_eq!(graph.count(key), 0);
+        assert_eq!(graph.offers("/chatter").len(), 0);
+    }
+
+    #[test]
+    fn the_cache_is_bounded() {
+        let graph = GraphCache::default();
+        for id in 0..(MAX_TOKENS as u64 + 5) {
+            let mut t = token(EntityKind::Node, id);
+            t.node_id = id;
+            graph.put(&t.to_keyexpr());
+        }
+        assert_eq!(graph.snapshot().nodes.len(), MAX_TOKENS);
+        assert_eq!(graph.refused_count(), 5);
+    }
+}

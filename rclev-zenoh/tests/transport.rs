@@ -1,0 +1,201 @@
+//! rclev ↔ rclev over the Zenoh transport: two transports (two sessions, as two processes
+//! would have) meeting through the embedded router, in a loopback-only namespace of their own.
+//! Topics carry messages with rmw_zenoh's attachment (the publisher's GID and sequence numbers
+//! reach the subscriber's message info), the graph lists nodes and endpoints from liveliness
+//! tokens on both sides and forgets them when they go, services answer calls, and a call to
+//! no server fails with a typed error.
+
+mod common;
+
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rclev::interfaces::std_msgs::msg::String as StringMsg;
+use rclev::interfaces::std_srvs::srv::{SetBool, SetBool_Request};
+use rclev::{Arguments, Context, Executor, SpinOptions};
+use rclev_zenoh::{Router, RouterCheck, ZenohOptions, ZenohTransport};
+
+use common::{eventually, in_netns};
+
+const LIMIT: Duration = Duration::from_secs(120);
+const MEET: Duration = Duration::from_secs(30);
+
+/// A transport connected to the router (which must run), and its executor.
+fn executor() -> (Arc<ZenohTransport>, Executor) {
+    let options = ZenohOptions {
+        router_check: RouterCheck::Attempts(NonZeroU64::new(60).unwrap()),
+        ..ZenohOptions::default()
+    };
+    let transport = Arc::new(ZenohTransport::new(&options, 0, "/").expect("a transport"));
+    let context = Context::new(transport.clone(), Arguments::default());
+    (transport, context.create_basic_executor())
+}
+
+/// Spins `executor` until `done` holds, at most `limit`.
+fn spin_until(executor: &Executor, limit: Duration, done: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while !done() && std::time::Instant::now() < deadline {
+        let errors = executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+        assert!(errors.is_empty(), "errors while spinning: {errors:?}");
+    }
+    done()
+}
+
+#[test]
+fn two_transports_exchange_messages_and_see_each_others_graph() {
+    in_netns(
+        "two_transports_exchange_messages_and_see_each_others_graph",
+        &[],
+        LIMIT,
+        || {
+            let _router = Router::start(&ZenohOptions::default()).expect("a router");
+            let (_ta, a) = executor();
+            let (tb, b) = executor();
+            let talker = a.create_node("talker").unwrap();
+            let listener = b
+                .create_node(rclev::NodeOptions::new("listener").namespace("/ns"))
+                .unwrap();
+            let publisher = talker.create_publisher::<StringMsg>("/chatter").unwrap();
+            let heard = Arc::new(Mutex::new(Vec::new()));
+            let h = heard.clone();
+            let _subscription = listener
+                .create_subscription_with_info::<StringMsg, _>(
+                    "/chatter",
+                    move |m: Arc<StringMsg>, info: rclev::transport::MessageInfo| {
+                        h.lock().unwrap().push((m.data.clone(), info))
+                    },
+                )
+                .unwrap();
+
+            // Each side lists the other's node and endpoints, from their tokens.
+            assert!(
+                eventually(MEET, || (publisher.get_subscription_count() == 1
+                    && talker
+                        .get_node_names_and_namespaces()
+                        .contains(&("listener".into(), "/ns".into()))
+                    && listener
+                        .get_publishers_info_by_topic("/chatter")
+                        .unwrap()
+                        .iter()
+                        .any(|p| p.node.name == "talker" && p.gid == publisher.gid()))
+                .then_some(()))
+                .is_some(),
+                "the graphs did not meet: {:?}",
+                listener.get_node_names_and_namespaces()
+            );
+            // Every node's own topics (/rosout, /parameter_events) are listed too.
+            let topics = listener.get_topic_names_and_types();
+            for (name, ty) in [
+                ("/chatter", "std_msgs/msg/String"),
+                ("/rosout", "rcl_interfaces/msg/Log"),
+            ] {
+                assert!(
+                    topics.contains(&(name.to_string(), vec![ty.to_string()])),
+                    "{topics:?}"
+                );
+            }
+
+            for i in 0..5 {
+                publisher
+                    .publish(StringMsg {
+                        data: format!("hello {i}"),
+                    })
+                    .unwrap();
+            }
+            assert!(spin_until(&b, MEET, || heard.lock().unwrap().len() == 5));
+            let heard = heard.lock().unwrap();
+            for (i, (data, info)) in heard.iter().enumerate() {
+                assert_eq!(data, &format!("hello {i}"));
+                assert_eq!(info.publisher_gid, publisher.gid());
+                assert_eq!(info.publication_sequence_number, i as u64 + 1);
+                assert_eq!(info.reception_sequence_number, i as u64 + 1);
+                assert!(!info.from_intra_process);
+            }
+            drop(heard);
+
+            // A node that goes is forgotten by the other side.
+            drop(publisher);
+            drop(talker);
+            assert!(eventually(MEET, || (!listener
+                .get_node_names_and_namespaces()
+                .contains(&("talker".into(), "/".into())))
+            .then_some(()))
+            .is_some());
+            assert_eq!(tb.refused_token_count(), 0);
+        },
+    );
+}
+
+#[test]
+fn a_service_answers_calls_across_transports() {
+    in_netns(
+        "a_service_answers_calls_across_transports",
+        &[],
+        LIMIT,
+        || {
+            let _router = Router::start(&ZenohOptions::default()).expect("a router");
+            let (_ta, a) = executor();
+            let (_tb, b) = executor();
+            let server = a.create_node("server").unwrap();
+            let _service = server
+                .create_service::<SetBool, _>("/flip", |req: SetBool_Request| {
+                    rclev::interfaces::std_srvs::srv::SetBool_Response {
+                        success: !req.data,
+                        message: format!("got {}", req.data),
+                    }
+                })
+                .unwrap();
+            let caller = b.create_node("caller").unwrap();
+            let client = caller.create_client::<SetBool>("/flip").unwrap();
+            let nobody = caller.create_client::<SetBool>("/nobody").unwrap();
+            let answers = Arc::new(Mutex::new(None));
+            let out = answers.clone();
+            let calls = async move {
+                client.wait_for_service(Some(MEET)).await.unwrap();
+                let mut got = Vec::new();
+                for data in [true, false, true] {
+                    let r = client
+                        .call_with_timeout(SetBool_Request { data }, Duration::from_secs(20))
+                        .await
+                        .unwrap();
+                    got.push((r.success, r.message));
+                }
+                let unavailable = nobody
+                    .call_with_timeout(SetBool_Request { data: true }, Duration::from_secs(20))
+                    .await;
+                *out.lock().unwrap() = Some((got, unavailable));
+            };
+            // The server's executor spins on a thread of its own.
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let s = stop.clone();
+            let serving = std::thread::spawn(move || {
+                while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                    let errors = a.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+                    assert!(errors.is_empty(), "{errors:?}");
+                }
+            });
+            let errors = b.spin(
+                SpinOptions::default()
+                    .until_promise_resolved(calls)
+                    .timeout(LIMIT),
+            );
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            serving.join().unwrap();
+            assert!(errors.is_empty(), "{errors:?}");
+            let (got, unavailable) = answers.lock().unwrap().take().expect("the calls ran");
+            assert_eq!(
+                got,
+                vec![
+                    (false, "got true".to_string()),
+                    (true, "got false".to_string()),
+                    (false, "got true".to_string())
+                ]
+            );
+            assert!(
+                matches!(unavailable, Err(rclev::Error::ServiceUnavailable(_))),
+                "{unavailable:?}"
+            );
+        },
+    );
+}

@@ -7,10 +7,10 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::wire::CliTransport;
 use rclev::msg::{DynamicMessage, Value};
 use rclev::transport::Payload;
 use rclev::QoSProfile;
-use rclev_dds::DdsTransport;
 
 use crate::errors::Result;
 use crate::service_call::{DynamicClient, WAIT};
@@ -79,7 +79,7 @@ pub fn send_goal(action: &str, type_name: &str, values: &str, feedback: bool) ->
     )?;
     let goal_type = known_type(&format!("{type_name}_Goal"))?;
     let goal = from_yaml(&goal_type, values)?;
-    let transport = DdsTransport::from_env()?;
+    let transport = CliTransport::from_env()?;
     let node = cli_node(&transport, "send_goal")?;
     let send = DynamicClient::new(
         &node,

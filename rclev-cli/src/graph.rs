@@ -29,9 +29,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::wire::CliTransport;
 use rclev::transport::{EndpointInfo, EndpointKind, GraphSnapshot, NodeName, Transport};
 use rclev::{Durability, History, Liveliness, QoSProfile, Reliability};
-use rclev_dds::DdsTransport;
 
 use crate::errors::Result;
 
@@ -117,11 +117,11 @@ fn seconds(text: &str) -> std::result::Result<Duration, String> {
 }
 
 /// Starts a participant and returns it with the graph after listening for `wait`'s window
-/// and then until the graph has settled ([`DdsTransport::graph_settled`]: every peer's nodes
+/// and then until the graph has settled ([`CliTransport::graph_settled`]: every peer's nodes
 /// known, with every endpoint they listed), at most [`SETTLE_GRACE`] longer (see
 /// [`WaitArgs`]). For the verbs whose answer is a list: anyone not heard yet would be missing
 /// from it.
-pub fn discover(wait: WaitArgs) -> Result<(DdsTransport, GraphSnapshot)> {
+pub fn discover(wait: WaitArgs) -> Result<(CliTransport, GraphSnapshot)> {
     listen(wait, |_| false)
 }
 
@@ -130,15 +130,15 @@ pub fn discover(wait: WaitArgs) -> Result<(DdsTransport, GraphSnapshot)> {
 pub fn discover_until(
     wait: WaitArgs,
     answered: impl Fn(&GraphSnapshot) -> bool,
-) -> Result<(DdsTransport, GraphSnapshot)> {
+) -> Result<(CliTransport, GraphSnapshot)> {
     listen(wait, answered)
 }
 
 fn listen(
     wait: WaitArgs,
     answered: impl Fn(&GraphSnapshot) -> bool,
-) -> Result<(DdsTransport, GraphSnapshot)> {
-    let transport = DdsTransport::from_env()?;
+) -> Result<(CliTransport, GraphSnapshot)> {
+    let transport = CliTransport::from_env()?;
     let mut changes = transport.graph_changes();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -156,8 +156,8 @@ fn listen(
             changes.borrow_and_update();
             let elapsed = start.elapsed();
             let settled = transport.graph_settled();
-            if transport.participant_count() != heard {
-                heard = transport.participant_count();
+            if transport.peer_count() != heard {
+                heard = transport.peer_count();
                 tracing::debug!("{heard} participants heard after {elapsed:?}");
             }
             let why = if settled && elapsed >= EARLIEST_ANSWER && answered(&transport.graph()) {
@@ -190,7 +190,7 @@ fn listen(
         "graph {} after {:?} (window {window:?}) with {} participants",
         ended.0,
         ended.1,
-        transport.participant_count()
+        transport.peer_count()
     );
     let graph = transport.graph();
     Ok((transport, graph))

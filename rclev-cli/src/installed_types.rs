@@ -121,6 +121,17 @@ fn type_set(package: &str) -> Result<TypeSet> {
     Ok(TypeSet::build(&refs)?)
 }
 
+/// The RIHS01 hash of the service type `pkg/srv/Name` (or of an action's service,
+/// `pkg/action/Name_SendGoal`, …): over Zenoh it is part of the service's key expression.
+pub fn service_hash(type_name: &str) -> Result<TypeHash> {
+    let package = type_name.split('/').next().unwrap_or_default();
+    let set = type_set(package)?;
+    let service = set.get(type_name).ok_or_else(|| {
+        format!("service type '{type_name}' is not one rclev knows or finds installed")
+    })?;
+    Ok(TypeHash(*set.hashes.get(&service.name).ok_or("no hash")?))
+}
+
 /// The installed message type `pkg/kind/Name` (a `.msg` type, or a part ROS 2 derives from a
 /// service or action: `pkg/srv/Name_Request`, `pkg/action/Name_SendGoal_Request`, …).
 pub fn lookup(type_name: &str) -> Result<TypeInfo> {

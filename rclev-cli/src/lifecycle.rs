@@ -240,7 +240,7 @@ impl Session {
 /// graph's changes, up to [`FIND_MORE`]: on a busy host a peer's node, or its `get_state`
 /// service, may be heard only after a later announcement.
 fn wait_longer(
-    transport: &rclev_dds::DdsTransport,
+    transport: &crate::wire::CliTransport,
     found: impl Fn(&GraphSnapshot) -> bool,
 ) -> Result {
     let mut changes = transport.graph_changes();

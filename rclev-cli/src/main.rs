@@ -40,6 +40,8 @@ mod topic;
 #[cfg(feature = "dds")]
 mod topic_stats;
 mod type_names;
+#[cfg(feature = "dds")]
+mod wire;
 #[cfg(feature = "zenoh")]
 mod zenoh_router;
 

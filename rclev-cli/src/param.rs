@@ -5,11 +5,11 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::wire::CliTransport;
 use rclev::interfaces::rcl_interfaces::msg::{Parameter as ParameterMsg, ParameterDescriptor};
 use rclev::interfaces::rcl_interfaces::srv::*;
 use rclev::msg::ServiceType;
 use rclev::{Context, Executor, Node, NodeOptions, ParameterValue, SpinOptions};
-use rclev_dds::DdsTransport;
 use yaml_rust2::{Yaml, YamlLoader};
 
 use crate::errors::Result;
@@ -19,7 +19,7 @@ const WAIT: Duration = Duration::from_secs(5);
 
 /// An executor and a node of the CLI's own (no services or publishers of its own).
 fn cli() -> Result<(Executor, Node)> {
-    let context = Context::with_transport(Arc::new(DdsTransport::from_env()?));
+    let context = Context::with_transport(CliTransport::from_env()?.shared());
     let executor = context.create_basic_executor();
     let node = executor.create_node(
         NodeOptions::new(format!("rclev_param_{}", std::process::id()))

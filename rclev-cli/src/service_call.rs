@@ -5,10 +5,10 @@
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use rclev::msg::{DynamicMessage, TypeHash, TypeInfo};
+use crate::wire::CliTransport;
+use rclev::msg::{DynamicMessage, TypeInfo};
 use rclev::transport::{ClientPort, NodePort, Payload, ServiceEndpoint, ServiceTypes};
 use rclev::QoSProfile;
-use rclev_dds::DdsTransport;
 
 use crate::errors::Result;
 use crate::topic::{
@@ -44,9 +44,9 @@ impl DynamicClient {
                 types: ServiceTypes {
                     // A tool makes a few clients: the name's leak is bounded.
                     type_name: Box::leak(type_name.to_string().into_boxed_str()),
-                    // Only the graph shows a service type's own hash; the endpoints announce
-                    // their messages' hashes, which are known.
-                    type_hash: TypeHash([0; 32]),
+                    // DDS endpoints announce their messages' hashes; Zenoh's key expression
+                    // carries the service type's own.
+                    type_hash: crate::installed_types::service_hash(type_name)?,
                     request: type_support(request),
                     response: type_support(response),
                 },
@@ -127,7 +127,7 @@ pub fn call(service: &str, type_name: &str, values: &str) -> Result {
         crate::type_names::Kind::Srv,
         crate::type_names::Sources::BundledAndInstalled,
     )?;
-    let transport = DdsTransport::from_env()?;
+    let transport = CliTransport::from_env()?;
     let node = cli_node(&transport, "call")?;
     let client = DynamicClient::new(&node, &service, &type_name)?;
     let request = from_yaml(&client.request, values)?;

@@ -11,13 +11,13 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::wire::CliTransport;
 use rclev::msg::{DynamicMessage, TypeInfo, Value};
 use rclev::transport::{
     EndpointKind, Gid, NodeName, NodePort, Payload, ReadyHook, TopicEndpoint, Transport,
     TypeSupport,
 };
 use rclev::{Error, QoSProfile};
-use rclev_dds::DdsTransport;
 
 use crate::errors::Result;
 use crate::type_names::{Kind, Sources};
@@ -81,7 +81,7 @@ pub(crate) fn absolute(topic: &str) -> Result<String> {
     Ok(rclev::expand_topic_name(topic, "/", "rclev")?)
 }
 
-pub(crate) fn cli_node(transport: &DdsTransport, what: &str) -> Result<Arc<dyn NodePort>> {
+pub(crate) fn cli_node(transport: &CliTransport, what: &str) -> Result<Arc<dyn NodePort>> {
     Ok(transport.create_node(&NodeName {
         name: format!("rclev_{what}_{}", std::process::id()),
         namespace: "/".into(),
@@ -103,7 +103,7 @@ pub(crate) enum NoType {
 /// one comes, saying on stderr once [`DISCOVERY_WAIT`] passed without one, as `ros2 topic hz`
 /// does. Ctrl-C ends the wait.
 pub(crate) fn discover_type(
-    transport: &DdsTransport,
+    transport: &CliTransport,
     topic: &str,
     limit: Option<Duration>,
 ) -> std::result::Result<String, NoType> {
@@ -190,7 +190,7 @@ pub(crate) struct TypeMismatch {
 const NODE_NAME_GRACE: Duration = Duration::from_secs(5);
 
 impl TypeMismatch {
-    pub(crate) fn new(transport: &DdsTransport) -> Self {
+    pub(crate) fn new(transport: &CliTransport) -> Self {
         let mut changes = transport.graph_changes();
         // The first look is due at once.
         changes.mark_changed();
@@ -205,7 +205,7 @@ impl TypeMismatch {
     /// warns once per publisher offering another type than `type_name`, naming its node once
     /// its participant has (or after [`NODE_NAME_GRACE`], or once the graph is settled
     /// without it).
-    pub(crate) fn check(&mut self, transport: &DdsTransport, topic: &str, type_name: &str) {
+    pub(crate) fn check(&mut self, transport: &CliTransport, topic: &str, type_name: &str) {
         if !self.changes.has_changed().unwrap_or(false) && self.pending.is_empty() {
             return;
         }
@@ -257,7 +257,7 @@ pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>
     let topic = absolute(topic)?;
     // A type given is checked before anything goes on the network: a typo fails at once.
     let given = type_name.map(given_type).transpose()?;
-    let transport = DdsTransport::from_env()?;
+    let transport = CliTransport::from_env()?;
     let node = cli_node(&transport, "echo")?;
     // Wait for a publisher first, as `ros2 topic echo` does: its type, and its QoS to adapt
     // to. Without one (the type given), subscribe with the default QoS.
@@ -335,7 +335,7 @@ pub fn publish(o: PubOptions<'_>) -> Result {
     let info = given_type(o.type_name)?;
     let msg = from_yaml(&info, o.values)?;
     let cdr = msg.encode(&info.description)?;
-    let transport = DdsTransport::from_env()?;
+    let transport = CliTransport::from_env()?;
     let node = cli_node(&transport, "pub")?;
     let publisher = node.create_publisher(
         &TopicEndpoint {

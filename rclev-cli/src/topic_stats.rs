@@ -5,9 +5,9 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::wire::CliTransport;
 use rclev::transport::Payload;
 use rclev::QoSProfile;
-use rclev_dds::DdsTransport;
 
 use crate::errors::Result;
 use crate::topic::{absolute, cli_node, discover_type, known_type, subscribe, NoType};
@@ -96,7 +96,7 @@ fn per_second(b: f64) -> String {
 /// `rclev topic hz|bw <topic>`: reports every second until Ctrl-C (or `reports` reports).
 pub fn run(topic: &str, stat: Stat, window: usize, reports: Option<u64>) -> Result {
     let topic = absolute(topic)?;
-    let transport = DdsTransport::from_env()?;
+    let transport = CliTransport::from_env()?;
     let node = cli_node(&transport, "stats")?;
     // As `ros2 topic hz|bw`: as long as it takes for a publisher to come (no limit: only
     // Ctrl-C ends the wait).

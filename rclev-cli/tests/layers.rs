@@ -4,7 +4,7 @@
 //!
 //! | layer | modules |
 //! | --- | --- |
-//! | 0 | leaves: `errors`, `clock`, `report`, `interrupt`, `bundled` (the vendored definitions), `graph`, `installed_types`, `demo` |
+//! | 0 | leaves: `errors`, `clock`, `report`, `interrupt`, `bundled` (the vendored definitions), `wire` (the transport RMW_IMPLEMENTATION names), `graph`, `installed_types`, `demo` |
 //! | 1 | `type_names`, `lifecycle`, `param`, `zenoh_router`, the benchmarks (`bench_timers`, `bench_pubsub`, `bench_dds`, `simtime`) |
 //! | 2 | `interface`, `topic` |
 //! | 3 | `service_call`, `topic_stats` |
@@ -20,6 +20,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("graph.rs", 0),
     ("installed_types.rs", 0),
     ("demo.rs", 0),
+    ("wire.rs", 0),
     ("zenoh_router.rs", 1),
     ("type_names.rs", 1),
     ("lifecycle.rs", 1),

@@ -8,7 +8,7 @@
 //! leaf; the notifier is bumped after it is released.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -32,6 +32,9 @@ static REFUSED: ReportThrottle = ReportThrottle::new(Duration::from_secs(10));
 pub(crate) struct GraphCache {
     tokens: Mutex<HashMap<String, Token>>,
     refused: AtomicU64,
+    /// Whether the initial liveliness query (every token there before this session came)
+    /// has ended.
+    settled: AtomicBool,
     notifier: GraphNotifier,
 }
 
@@ -101,6 +104,18 @@ impl GraphCache {
         }
     }
 
+    /// The initial liveliness query has ended: the tokens of every peer reachable then are
+    /// in.
+    pub fn set_settled(&self) {
+        self.settled.store(true, Ordering::Release);
+        self.notifier.changed();
+    }
+
+    /// Whether [`set_settled`](Self::set_settled) was called.
+    pub fn settled(&self) -> bool {
+        self.settled.load(Ordering::Acquire)
+    }
+
     /// Tokens refused so far (malformed, or beyond [`MAX_TOKENS`]).
     pub fn refused_count(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
@@ -143,6 +158,11 @@ impl GraphCache {
             .filter(|e| e.name == name && e.kind == EndpointKind::Publisher)
             .map(|e| e.qos)
             .collect()
+    }
+
+    /// The Zenoh ids of the sessions that have tokens now.
+    pub fn zids(&self) -> std::collections::BTreeSet<String> {
+        self.tokens().values().map(|t| t.zid.clone()).collect()
     }
 
     /// A receiver of every later change.

@@ -9,6 +9,7 @@ mod topic;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::watch;
 use zenoh::sample::SampleKind;
@@ -49,6 +50,18 @@ impl Drop for Shared {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         drop(subscriber);
+    }
+}
+
+/// The longest the initial liveliness query may take before the graph counts as settled.
+const INITIAL_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Marks the graph settled when the initial liveliness query ends.
+struct InitialTokens(Arc<GraphCache>);
+
+impl Drop for InitialTokens {
+    fn drop(&mut self) {
+        self.0.set_settled();
     }
 }
 
@@ -167,6 +180,21 @@ impl ZenohTransport {
             .graph_subscriber
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(subscriber);
+        // And once, as rmw_zenoh at start, a query for every token there now: when it ends
+        // (its callback is dropped), the graph holds every reachable peer's entities.
+        let initial = InitialTokens(shared.graph.clone());
+        shared
+            .zenoh()
+            .liveliness()
+            .get(graph_subscription_keyexpr(domain_id))
+            .timeout(INITIAL_QUERY_TIMEOUT)
+            .callback(move |reply| {
+                if let Ok(sample) = reply.result() {
+                    initial.0.put(sample.key_expr().as_str());
+                }
+            })
+            .wait()
+            .map_err(|e| zenoh_error("querying the liveliness tokens", e))?;
         Ok(Self { shared })
     }
 
@@ -194,6 +222,19 @@ impl ZenohTransport {
     /// The ROS domain.
     pub fn domain_id(&self) -> usize {
         self.shared.domain_id
+    }
+
+    /// Whether the graph has caught up with the peers reachable when the transport was made
+    /// (its initial liveliness query ended): tools wait for it (on
+    /// [`Transport::graph_changes`]) before printing the graph.
+    pub fn graph_settled(&self) -> bool {
+        self.shared.graph.settled()
+    }
+
+    /// How many other Zenoh sessions (processes, usually) announce ROS entities now.
+    pub fn peer_count(&self) -> usize {
+        let graph = self.shared.graph.zids();
+        graph.iter().filter(|zid| **zid != self.shared.zid).count()
     }
 
     /// Liveliness tokens refused so far: malformed, or beyond [`MAX_TOKENS`].

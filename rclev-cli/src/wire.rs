@@ -1,0 +1,92 @@
+//! The transport the CLI's ROS 2 tools use, chosen as ROS 2 chooses its middleware:
+//! `RMW_IMPLEMENTATION` (unset: DDS; `rmw_zenoh_cpp`: Zenoh, when built with the `zenoh`
+//! feature), read by [`rclev_rmw::Rmw::from_env`].
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use rclev::qos::QosEventKind;
+use rclev::transport::{GraphSnapshot, NodeName, NodePort, Transport};
+use rclev::Result;
+use rclev_rmw::Rmw;
+
+/// One of rclev's wire transports, with what the graph verbs ask beyond [`Transport`].
+#[derive(Clone)]
+pub(crate) enum CliTransport {
+    /// rclev-dds.
+    Dds(Arc<rclev_dds::DdsTransport>),
+    /// rclev-zenoh.
+    #[cfg(feature = "zenoh")]
+    Zenoh(Arc<rclev_zenoh::ZenohTransport>),
+}
+
+impl CliTransport {
+    /// The transport `RMW_IMPLEMENTATION` names, set up from the environment.
+    pub fn from_env() -> Result<Self> {
+        match Rmw::from_env()? {
+            Rmw::Dds => Ok(Self::Dds(Arc::new(rclev_dds::DdsTransport::from_env()?))),
+            #[cfg(feature = "zenoh")]
+            Rmw::Zenoh => Ok(Self::Zenoh(Arc::new(
+                rclev_zenoh::ZenohTransport::from_env()?,
+            ))),
+            #[cfg(not(feature = "zenoh"))]
+            Rmw::Zenoh => Rmw::Zenoh.transport().map(|_| unreachable!()),
+        }
+    }
+
+    /// The transport, for a [`rclev::Context`].
+    pub fn shared(&self) -> Arc<dyn Transport> {
+        match self {
+            Self::Dds(t) => t.clone(),
+            #[cfg(feature = "zenoh")]
+            Self::Zenoh(t) => t.clone(),
+        }
+    }
+
+    fn inner(&self) -> &dyn Transport {
+        match self {
+            Self::Dds(t) => &**t,
+            #[cfg(feature = "zenoh")]
+            Self::Zenoh(t) => &**t,
+        }
+    }
+
+    /// Whether discovery has caught up with what the peers announced (DDS: every peer's
+    /// `ros_discovery_info` in; Zenoh: the initial liveliness query ended).
+    pub fn graph_settled(&self) -> bool {
+        match self {
+            Self::Dds(t) => t.graph_settled(),
+            #[cfg(feature = "zenoh")]
+            Self::Zenoh(t) => t.graph_settled(),
+        }
+    }
+
+    /// How many other processes discovery has found (DDS participants, Zenoh sessions with
+    /// ROS entities).
+    pub fn peer_count(&self) -> usize {
+        match self {
+            Self::Dds(t) => t.participant_count(),
+            #[cfg(feature = "zenoh")]
+            Self::Zenoh(t) => t.peer_count(),
+        }
+    }
+}
+
+impl Transport for CliTransport {
+    fn create_node(&self, node: &NodeName) -> Result<Arc<dyn NodePort>> {
+        self.inner().create_node(node)
+    }
+
+    fn graph(&self) -> GraphSnapshot {
+        self.inner().graph()
+    }
+
+    fn graph_changes(&self) -> watch::Receiver<u64> {
+        self.inner().graph_changes()
+    }
+
+    fn supports_event(&self, kind: QosEventKind) -> bool {
+        self.inner().supports_event(kind)
+    }
+}

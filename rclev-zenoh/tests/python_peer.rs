@@ -13,26 +13,7 @@ use std::time::Duration;
 use rclev_zenoh::{Router, ZenohOptions, ZenohSession};
 use zenoh::Wait;
 
-use common::{eventually, in_netns, venv};
-
-/// The venv's Python, if it has zenoh; else why not.
-fn python_with_zenoh() -> Result<std::path::PathBuf, String> {
-    let python = venv().join("bin/python");
-    let has = Command::new(&python)
-        .args(["-c", "import zenoh"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("{} cannot run: {e}", python.display()))?;
-    if has.success() {
-        Ok(python)
-    } else {
-        Err(format!(
-            "{} has no zenoh module (eclipse-zenoh: `bash .ci/oracles`)",
-            python.display()
-        ))
-    }
-}
+use common::{eventually, in_netns, python_with_zenoh};
 
 #[test]
 fn a_python_zenoh_peer_hears_an_rclev_put() {

@@ -66,3 +66,95 @@ pub fn venv() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/oracle-venv"))
 }
+
+/// The venv's Python, if it has zenoh; else why not.
+pub fn python_with_zenoh() -> Result<std::path::PathBuf, String> {
+    let python = venv().join("bin/python");
+    let has = std::process::Command::new(&python)
+        .args(["-c", "import zenoh"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("{} cannot run: {e}", python.display()))?;
+    if has.success() {
+        Ok(python)
+    } else {
+        Err(format!(
+            "{} has no zenoh module (eclipse-zenoh: `bash .ci/oracles`)",
+            python.display()
+        ))
+    }
+}
+
+/// A Python peer script from `tests/peers/`, run by the venv's Python; its stdout lines are
+/// read on a thread so that every wait for one is bounded. Killed when dropped.
+pub struct PythonPeer {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Every line read so far, for failure messages.
+    pub seen: Vec<String>,
+}
+
+impl PythonPeer {
+    /// Starts `peers/<script>` with `args`; panics if the venv has no zenoh (`bash
+    /// .ci/oracles` installs it).
+    pub fn start(script: &str, args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let python = python_with_zenoh().unwrap_or_else(|why| panic!("{why}"));
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/peers")
+            .join(script);
+        let mut child = std::process::Command::new(python)
+            .arg("-u")
+            .arg(path)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("the venv's python");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The next line that starts with `prefix` (the rest of it), waiting at most `limit`.
+    pub fn line(&mut self, prefix: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if let Some(rest) = line.strip_prefix(prefix) {
+                        return rest.to_string();
+                    }
+                }
+                Err(_) => panic!(
+                    "no {prefix:?} line from the peer within {limit:?}; it printed {:#?}",
+                    self.seen
+                ),
+            }
+        }
+    }
+}
+
+impl Drop for PythonPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

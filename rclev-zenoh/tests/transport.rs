@@ -199,3 +199,50 @@ fn a_service_answers_calls_across_transports() {
         },
     );
 }
+
+/// TRANSIENT_LOCAL: a subscription that comes after the messages were published still gets
+/// the last `depth` of them from the publisher's cache (zenoh-ext's advanced publisher and
+/// subscriber, as rmw_zenoh), and then the live ones.
+#[test]
+fn a_late_transient_local_subscription_gets_the_history() {
+    in_netns(
+        "a_late_transient_local_subscription_gets_the_history",
+        &[],
+        LIMIT,
+        || {
+            use rclev::IntoPrimitiveOptions;
+            let _router = Router::start(&ZenohOptions::default()).expect("a router");
+            let (_ta, a) = executor();
+            let (_tb, b) = executor();
+            let latched = rclev::QoSProfile::default().keep_last(3).transient_local();
+            let talker = a.create_node("latcher").unwrap();
+            let publisher = talker
+                .create_publisher::<StringMsg>("/latched".qos(latched))
+                .unwrap();
+            for i in 0..5 {
+                publisher
+                    .publish(StringMsg {
+                        data: format!("old {i}"),
+                    })
+                    .unwrap();
+            }
+            let listener = b.create_node("late").unwrap();
+            let heard = Arc::new(Mutex::new(Vec::new()));
+            let h = heard.clone();
+            let _subscription = listener
+                .create_subscription::<StringMsg, _>("/latched".qos(latched), move |m| {
+                    h.lock().unwrap().push(m.data.clone())
+                })
+                .unwrap();
+            assert!(
+                spin_until(&b, MEET, || heard.lock().unwrap().len() >= 3),
+                "{:?}",
+                heard.lock().unwrap()
+            );
+            assert_eq!(*heard.lock().unwrap(), ["old 2", "old 3", "old 4"]);
+            publisher.publish(StringMsg { data: "new".into() }).unwrap();
+            assert!(spin_until(&b, MEET, || heard.lock().unwrap().len() == 4));
+            assert_eq!(heard.lock().unwrap()[3], "new");
+        },
+    );
+}

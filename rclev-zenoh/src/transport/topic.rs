@@ -103,10 +103,61 @@ fn topic_info(endpoint: &TopicEndpoint, qos: &QoSProfile) -> TopicInfo {
     }
 }
 
+/// How long between two heartbeats of a reliable transient-local publisher, which let
+/// subscribers notice a missed last sample and fetch it from the cache.
+const HEARTBEAT: Duration = Duration::from_millis(500);
+
+/// The Zenoh side of a publisher: plain, or (TRANSIENT_LOCAL) advanced, with a cache of
+/// `depth` samples that late-joining advanced subscribers query, as rmw_zenoh's.
+enum Sender {
+    Plain(zenoh::pubsub::Publisher<'static>),
+    Advanced(zenoh_ext::AdvancedPublisher<'static>),
+}
+
+impl Sender {
+    fn declare(shared: &Shared, keyexpr: String, qos: &WireQos) -> zenoh::Result<Self> {
+        let congestion = match qos.congestion_control() {
+            CongestionControl::Block => zenoh::qos::CongestionControl::Block,
+            CongestionControl::Drop => zenoh::qos::CongestionControl::Drop,
+        };
+        let reliability = if qos.zenoh_reliable() {
+            zenoh::qos::Reliability::Reliable
+        } else {
+            zenoh::qos::Reliability::BestEffort
+        };
+        let builder = shared
+            .zenoh()
+            .declare_publisher(keyexpr)
+            .congestion_control(congestion)
+            .reliability(reliability);
+        let Some(depth) = qos.publisher_cache_depth() else {
+            return builder.wait().map(Sender::Plain);
+        };
+        use zenoh_ext::AdvancedPublisherBuilderExt;
+        let depth = usize::try_from(depth).unwrap_or(usize::MAX).max(1);
+        let mut advanced = builder
+            .cache(zenoh_ext::CacheConfig::default().max_samples(depth))
+            .publisher_detection();
+        if qos.sample_miss_detection() {
+            advanced = advanced.sample_miss_detection(
+                zenoh_ext::MissDetectionConfig::default().heartbeat(HEARTBEAT),
+            );
+        }
+        advanced.wait().map(Sender::Advanced)
+    }
+
+    fn put(&self, payload: ZBytes, attachment: ZBytes) -> zenoh::Result<()> {
+        match self {
+            Sender::Plain(p) => p.put(payload).attachment(attachment).wait(),
+            Sender::Advanced(p) => p.put(payload).attachment(attachment).wait(),
+        }
+    }
+}
+
 /// A ROS publisher: a Zenoh publisher on the topic's key expression.
 pub(crate) struct ZenohPublisher {
     shared: Arc<Shared>,
-    publisher: zenoh::pubsub::Publisher<'static>,
+    publisher: Sender,
     type_support: TypeSupport,
     name: String,
     type_hash: WireTypeHash,
@@ -130,16 +181,7 @@ impl ZenohPublisher {
             info.dds_type_name,
             topic.type_hash,
         );
-        let congestion = match wire_qos.congestion_control() {
-            CongestionControl::Block => zenoh::qos::CongestionControl::Block,
-            CongestionControl::Drop => zenoh::qos::CongestionControl::Drop,
-        };
-        let publisher = node
-            .shared
-            .zenoh()
-            .declare_publisher(keyexpr.clone())
-            .congestion_control(congestion)
-            .wait()
+        let publisher = Sender::declare(&node.shared, keyexpr.clone(), &wire_qos)
             .map_err(|e| zenoh_error(&format!("declaring a publisher on {keyexpr}"), e))?;
         let token = node.endpoint_token(EntityKind::Publisher, topic);
         let gid = token.gid();
@@ -169,11 +211,10 @@ impl PublisherPort for ZenohPublisher {
             source_timestamp: now_ns(),
             source_gid: self.gid,
         };
-        let put = self
-            .publisher
-            .put(ZBytes::from(bytes))
-            .attachment(ZBytes::from(attachment.encode().to_vec()))
-            .wait();
+        let put = self.publisher.put(
+            ZBytes::from(bytes),
+            ZBytes::from(attachment.encode().to_vec()),
+        );
         match put {
             Ok(()) => Ok(()),
             Err(e) => Err(DeliveryError {
@@ -255,11 +296,49 @@ fn inbox_history(history: History) -> InboxHistory {
     }
 }
 
+/// The Zenoh side of a subscription: plain, or (TRANSIENT_LOCAL) advanced, asking every
+/// publisher's cache, late joiners' too, for up to `depth` samples of history. Only held:
+/// dropping it undeclares.
+#[allow(dead_code)]
+enum Listener {
+    Plain(zenoh::pubsub::Subscriber<()>),
+    Advanced(zenoh_ext::AdvancedSubscriber<()>),
+}
+
+impl Listener {
+    fn declare(
+        shared: &Shared,
+        keyexpr: String,
+        qos: &WireQos,
+        sink: Arc<Receiver>,
+    ) -> zenoh::Result<Self> {
+        let builder = shared.zenoh().declare_subscriber(keyexpr);
+        if qos.durability != WireQos::TRANSIENT_LOCAL {
+            return builder
+                .callback(move |sample| sink.on_sample(&sample))
+                .wait()
+                .map(Listener::Plain);
+        }
+        use zenoh_ext::AdvancedSubscriberBuilderExt;
+        let depth = usize::try_from(qos.depth).unwrap_or(usize::MAX).max(1);
+        builder
+            .callback(move |sample| sink.on_sample(&sample))
+            .history(
+                zenoh_ext::HistoryConfig::default()
+                    .detect_late_publishers()
+                    .max_samples(depth),
+            )
+            .subscriber_detection()
+            .wait()
+            .map(Listener::Advanced)
+    }
+}
+
 /// A ROS subscription: a Zenoh subscriber on the topic's key expression.
 pub(crate) struct ZenohSubscription {
     shared: Arc<Shared>,
     receiver: Arc<Receiver>,
-    subscriber: Mutex<Option<zenoh::pubsub::Subscriber<()>>>,
+    subscriber: Mutex<Option<Listener>>,
     name: String,
     dds_type_name: &'static str,
     type_hash: WireTypeHash,
@@ -291,14 +370,9 @@ impl ZenohSubscription {
             info.dds_type_name,
             topic.type_hash,
         );
-        let sink = receiver.clone();
-        let subscriber = node
-            .shared
-            .zenoh()
-            .declare_subscriber(keyexpr.clone())
-            .callback(move |sample| sink.on_sample(&sample))
-            .wait()
-            .map_err(|e| zenoh_error(&format!("declaring a subscriber on {keyexpr}"), e))?;
+        let subscriber =
+            Listener::declare(&node.shared, keyexpr.clone(), &topic.qos, receiver.clone())
+                .map_err(|e| zenoh_error(&format!("declaring a subscriber on {keyexpr}"), e))?;
         let token = node.endpoint_token(EntityKind::Subscription, topic);
         let gid = token.gid();
         let announced = node.shared.announce(&token)?;

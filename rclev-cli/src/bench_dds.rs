@@ -134,7 +134,21 @@ enum Variant {
     Raw,
     Ddsperf,
     Rcl,
+    RclevZenoh,
+    RawZenoh,
+    RclevZenohRouted,
+    RawZenohRouted,
 }
+
+/// The variants of `--transport zenoh`: rclev-zenoh against a bare Zenoh session, peer to
+/// peer and through the router, with rclev on DDS beside them.
+pub const ZENOH_VARIANTS: [&str; 5] = [
+    "rclev-zenoh",
+    "raw-zenoh",
+    "rclev-zenoh-routed",
+    "raw-zenoh-routed",
+    "rclev",
+];
 
 impl Variant {
     fn name(self) -> &'static str {
@@ -145,6 +159,10 @@ impl Variant {
             Variant::Raw => "raw",
             Variant::Ddsperf => "ddsperf",
             Variant::Rcl => "rcl",
+            Variant::RclevZenoh => "rclev-zenoh",
+            Variant::RawZenoh => "raw-zenoh",
+            Variant::RclevZenohRouted => "rclev-zenoh-routed",
+            Variant::RawZenohRouted => "raw-zenoh-routed",
         }
     }
 
@@ -155,6 +173,10 @@ impl Variant {
             Variant::RclevWorker => Some(roles::Engine::RclevWorker),
             Variant::RclevDirect => Some(roles::Engine::RclevDirect),
             Variant::Raw => Some(roles::Engine::Raw),
+            Variant::RclevZenoh => Some(roles::Engine::RclevZenoh),
+            Variant::RawZenoh => Some(roles::Engine::RawZenoh),
+            Variant::RclevZenohRouted => Some(roles::Engine::RclevZenohRouted),
+            Variant::RawZenohRouted => Some(roles::Engine::RawZenohRouted),
             Variant::Ddsperf | Variant::Rcl => None,
         }
     }
@@ -282,7 +304,10 @@ pub fn run(options: Options<'_>) -> Result {
         .into());
     }
     if options.scenario == Scenario::Many {
-        if let Some(v) = variants.iter().find(|v| v.engine().is_none()) {
+        if let Some(v) = variants
+            .iter()
+            .find(|v| v.engine().is_none_or(roles::Engine::is_zenoh))
+        {
             return Err(format!(
                 "the many scenario runs rclev, rclev-worker, rclev-direct and raw, not {}",
                 v.name()
@@ -309,13 +334,24 @@ fn parse_variants(names: &[String]) -> Result<Vec<Variant>> {
             "raw" => Variant::Raw,
             "ddsperf" => Variant::Ddsperf,
             "rcl" => Variant::Rcl,
+            "rclev-zenoh" => Variant::RclevZenoh,
+            "raw-zenoh" => Variant::RawZenoh,
+            "rclev-zenoh-routed" => Variant::RclevZenohRouted,
+            "raw-zenoh-routed" => Variant::RawZenohRouted,
             other => {
                 return Err(format!(
-                "unknown variant {other:?}: rclev, rclev-worker, rclev-direct, raw, rcl or ddsperf"
-            )
+                    "unknown variant {other:?}: rclev, rclev-worker, rclev-direct, raw, rcl, \
+                     ddsperf, rclev-zenoh, raw-zenoh, rclev-zenoh-routed or raw-zenoh-routed"
+                )
                 .into())
             }
         };
+        if v.engine().is_some_and(roles::Engine::is_zenoh) && !cfg!(feature = "zenoh") {
+            return Err(format!(
+                "variant {name}: rclev was built without Zenoh (the `zenoh` feature)"
+            )
+            .into());
+        }
         if !out.contains(&v) {
             out.push(v);
         }
@@ -382,6 +418,18 @@ fn run_inside(options: &Options<'_>, wanted: &[Variant]) -> Result {
     if variants.is_empty() {
         return Err("nothing to run".into());
     }
+    // The Zenoh variants' router (rmw_zenohd's configuration, tcp/[::]:7447), in process.
+    #[cfg(feature = "zenoh")]
+    let _router = if variants
+        .iter()
+        .any(|v| v.engine().is_some_and(roles::Engine::is_zenoh))
+    {
+        Some(rclev_zenoh::Router::start(
+            &rclev_zenoh::ZenohOptions::default(),
+        )?)
+    } else {
+        None
+    };
     let domain = std::env::var("ROS_DOMAIN_ID").unwrap_or_default();
     eprintln!(
         "DDS pub/sub benchmark: domain {domain}, sizes {:?} B, {} s windows after {} s warm-up, \
@@ -510,6 +558,13 @@ fn spawn_role(role: roles::Role, engine: roles::Engine, size: usize, hz: f64) ->
         "--hz",
         &hz.to_string(),
     ]);
+    if let Some(edit) = engine.zenoh_override() {
+        cmd.env("ZENOH_CONFIG_OVERRIDE", edit);
+    }
+    if engine.is_zenoh() {
+        // The router runs in the benchmark's process: the role's session finds it at once.
+        cmd.env("ZENOH_ROUTER_CHECK_ATTEMPTS", "30");
+    }
     Proc::spawn(cmd, format!("{} {}", engine.name(), role.name()))
 }
 
@@ -707,6 +762,9 @@ fn print_tables(
             ("rclev-direct", "rcl"),
             ("rclev", "ddsperf"),
             ("rclev-direct", "ddsperf"),
+            ("rclev-zenoh", "raw-zenoh"),
+            ("rclev-zenoh-routed", "raw-zenoh-routed"),
+            ("rclev-zenoh", "rclev"),
         ],
         &[
             ("msgs/s", |r| r.msgs_per_s),
@@ -717,6 +775,10 @@ fn print_tables(
         ],
     );
     println!();
+    println!(
+        "Zenoh targets: rclev-zenoh/raw-zenoh (and routed) msgs/s ≥ 0.9, RTT p50 ≤ 1.1×. \
+         rclev-zenoh/rclev compares the two transports."
+    );
     println!(
         "Targets (default delivery, rclev): rclev/raw msgs/s ≥ 0.6 at 16 B and ≥ 0.9 at 64 KiB, \
          RTT p50 ≤ 1.15× raw's, CPU/msg ≤ rcl's. ddsperf batches its writes \

@@ -393,6 +393,7 @@ enum DemoCommand {
 enum PubsubTransport {
     Inproc,
     Dds,
+    Zenoh,
 }
 
 #[derive(Subcommand)]
@@ -432,8 +433,10 @@ enum BenchCommand {
         /// Write the rows as JSON.
         #[arg(long)]
         json: Option<PathBuf>,
-        /// `inproc`, or `dds` (needs the `dds` feature; runs in a network namespace of its
-        /// own, so as root).
+        /// `inproc`, `dds` (needs the `dds` feature; runs in a network namespace of its own,
+        /// so as root), or `zenoh`: the dds benchmark with the Zenoh variants (rclev-zenoh and
+        /// a bare Zenoh session, peer to peer and through a router, and rclev on DDS beside
+        /// them; needs the `dds` and `zenoh` features).
         #[arg(long, value_enum, default_value_t = PubsubTransport::Inproc)]
         transport: PubsubTransport,
         /// dds: what to measure: `pair` (throughput and round trip of one stream) or `many`
@@ -674,7 +677,7 @@ fn run() -> errors::Result {
         }) => bench_pubsub::run(messages, secs, json.as_deref()),
         #[cfg(feature = "dds")]
         Command::Bench(BenchCommand::Pubsub {
-            transport: PubsubTransport::Dds,
+            transport: transport @ (PubsubTransport::Dds | PubsubTransport::Zenoh),
             secs,
             json,
             scenario,
@@ -690,13 +693,19 @@ fn run() -> errors::Result {
             warmup,
             sizes: sizes.unwrap_or_else(|| scenario.default_sizes()),
             repeat,
-            variants: variants.unwrap_or_else(|| scenario.default_variants()),
+            variants: variants.unwrap_or_else(|| match transport {
+                PubsubTransport::Zenoh => bench_dds::ZENOH_VARIANTS
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect(),
+                _ => scenario.default_variants(),
+            }),
             ping_hz,
             json: json.as_deref(),
         }),
         #[cfg(not(feature = "dds"))]
         Command::Bench(BenchCommand::Pubsub {
-            transport: PubsubTransport::Dds,
+            transport: PubsubTransport::Dds | PubsubTransport::Zenoh,
             ..
         }) => Err(
             "rclev was built without DDS: cargo build --release -p rclev-cli --features dds".into(),

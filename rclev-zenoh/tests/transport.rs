@@ -246,3 +246,72 @@ fn a_late_transient_local_subscription_gets_the_history() {
         },
     );
 }
+
+/// An action across two transports (its three services and two topics over Zenoh): the goal
+/// is accepted, feedback is published, and the result comes back.
+#[test]
+fn an_action_runs_across_transports() {
+    in_netns("an_action_runs_across_transports", &[], LIMIT, || {
+        use rclev::interfaces::example_interfaces::action::{
+            Fibonacci, Fibonacci_Feedback, Fibonacci_Goal, Fibonacci_Result,
+        };
+        use rclev::{
+            ActionServerOptions, CancelResponse, GoalEnd, GoalResponse, GoalState, ServerGoalHandle,
+        };
+        let _router = Router::start(&ZenohOptions::default()).expect("a router");
+        let (_ta, a) = executor();
+        let (_tb, b) = executor();
+        let server_node = a.create_node("fib_server").unwrap();
+        let _server = server_node
+            .create_action_server::<Fibonacci, _, _, _, _>(
+                "/fibonacci",
+                ActionServerOptions::default(),
+                |_id, _goal: &Fibonacci_Goal| GoalResponse::AcceptAndExecute,
+                |_h: &ServerGoalHandle<Fibonacci>| CancelResponse::Accept,
+                |handle: ServerGoalHandle<Fibonacci>| async move {
+                    let mut sequence = vec![0, 1];
+                    for i in 1..handle.goal().order as usize {
+                        sequence.push(sequence[i] + sequence[i - 1]);
+                        handle
+                            .publish_feedback(Fibonacci_Feedback {
+                                sequence: sequence.clone(),
+                            })
+                            .unwrap();
+                    }
+                    GoalEnd::Succeeded(Fibonacci_Result { sequence })
+                },
+            )
+            .unwrap();
+        let client_node = b.create_node("fib_client").unwrap();
+        let client = client_node
+            .create_action_client::<Fibonacci>("/fibonacci")
+            .unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = stop.clone();
+        let serving = std::thread::spawn(move || {
+            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                let errors = a.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
+                assert!(errors.is_empty(), "{errors:?}");
+            }
+        });
+        let out = Arc::new(Mutex::new(None));
+        let o = out.clone();
+        let goal = async move {
+            client.wait_for_server(Some(MEET)).await.unwrap();
+            let handle = client.send_goal(Fibonacci_Goal { order: 8 }).await.unwrap();
+            let (state, result) = handle.result().await.unwrap();
+            *o.lock().unwrap() = Some((state, result.sequence));
+        };
+        let errors = b.spin(
+            SpinOptions::default()
+                .until_promise_resolved(goal)
+                .timeout(LIMIT),
+        );
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        serving.join().unwrap();
+        assert!(errors.is_empty(), "{errors:?}");
+        let (state, sequence) = out.lock().unwrap().take().expect("the goal ended");
+        assert_eq!(state, GoalState::Succeeded);
+        assert_eq!(sequence, [0, 1, 1, 2, 3, 5, 8, 13, 21]);
+    });
+}

@@ -109,6 +109,16 @@ pub enum Engine {
     RclevDirect,
     /// `rclev_dds::engine`: Fast DDS through the shim, without rclev's layers.
     Raw,
+    /// rclev nodes on `rclev_zenoh::ZenohTransport` (default delivery), peer to peer (the
+    /// sessions find each other through the router and connect directly, rmw_zenoh's default).
+    RclevZenoh,
+    /// A bare Zenoh session: the same key expressions, CDR bytes and attachments rclev-zenoh
+    /// puts, with none of rclev's layers; peer to peer.
+    RawZenoh,
+    /// `rclev-zenoh` with every message through the router (the sessions are Zenoh clients).
+    RclevZenohRouted,
+    /// `raw-zenoh` with every message through the router.
+    RawZenohRouted,
 }
 
 impl Engine {
@@ -119,7 +129,29 @@ impl Engine {
             Engine::RclevWorker => "rclev-worker",
             Engine::RclevDirect => "rclev-direct",
             Engine::Raw => "raw",
+            Engine::RclevZenoh => "rclev-zenoh",
+            Engine::RawZenoh => "raw-zenoh",
+            Engine::RclevZenohRouted => "rclev-zenoh-routed",
+            Engine::RawZenohRouted => "raw-zenoh-routed",
         }
+    }
+
+    /// Whether it runs over Zenoh (the benchmark then starts a router).
+    pub fn is_zenoh(self) -> bool {
+        matches!(
+            self,
+            Engine::RclevZenoh
+                | Engine::RawZenoh
+                | Engine::RclevZenohRouted
+                | Engine::RawZenohRouted
+        )
+    }
+
+    /// The `ZENOH_CONFIG_OVERRIDE` its processes run with: Zenoh clients for the routed ones,
+    /// which connect to the router only, so that it carries every message.
+    pub fn zenoh_override(self) -> Option<&'static str> {
+        matches!(self, Engine::RclevZenohRouted | Engine::RawZenohRouted)
+            .then_some(r#"mode="client""#)
     }
 }
 
@@ -185,11 +217,22 @@ pub fn role(args: RoleArgs) -> Result {
     if args.topics == 0 || args.fanout == 0 {
         return Err("--topics and --fanout must be at least 1".into());
     }
+    let dds = || rclev_dds::DdsTransport::context();
     match args.engine {
-        Engine::Rclev => rclev_role(&args, Delivery::default()),
-        Engine::RclevWorker => rclev_role(&args, Delivery::Worker),
-        Engine::RclevDirect => rclev_role(&args, Delivery::Direct),
+        Engine::Rclev => rclev_role(&args, Delivery::default(), dds()?),
+        Engine::RclevWorker => rclev_role(&args, Delivery::Worker, dds()?),
+        Engine::RclevDirect => rclev_role(&args, Delivery::Direct, dds()?),
         Engine::Raw => raw_role(&args),
+        #[cfg(feature = "zenoh")]
+        Engine::RclevZenoh | Engine::RclevZenohRouted => rclev_role(
+            &args,
+            Delivery::default(),
+            rclev_zenoh::ZenohTransport::context()?,
+        ),
+        #[cfg(feature = "zenoh")]
+        Engine::RawZenoh | Engine::RawZenohRouted => raw_zenoh_role(&args),
+        #[cfg(not(feature = "zenoh"))]
+        _ => Err("rclev was built without Zenoh (the `zenoh` feature)".into()),
     }
 }
 
@@ -457,9 +500,8 @@ impl SendThread {
     }
 }
 
-/// The role through rclev: a node on the DDS transport, its publisher and subscription.
-fn rclev_role(args: &RoleArgs, delivery: Delivery) -> Result {
-    let context = rclev_dds::DdsTransport::context()?;
+/// The role through rclev: a node on `context`'s transport, its publisher and subscription.
+fn rclev_role(args: &RoleArgs, delivery: Delivery, context: rclev::Context) -> Result {
     let executor = context.create_executor(ExecutorOptions::default())?;
     let node = executor.create_node(match args.role {
         Role::Sender => "bench_sender",
@@ -708,6 +750,127 @@ fn raw_role(args: &RoleArgs) -> Result {
             });
             serve(&stats, None)?;
             sender.stop()
+        }
+    }
+}
+
+/// The role on a bare Zenoh session: prepared CDR and a fresh attachment out (what
+/// rclev-zenoh puts, byte for byte), counting in the subscriber's callback. The pair scenario
+/// only.
+#[cfg(feature = "zenoh")]
+fn raw_zenoh_role(args: &RoleArgs) -> Result {
+    use rclev_zenoh::wire::{keyexpr::data_keyexpr, Attachment};
+    use zenoh::bytes::ZBytes;
+    use zenoh::Wait;
+
+    let session = rclev_zenoh::ZenohSession::from_env()?;
+    let z = session.zenoh();
+    let domain = rclev_zenoh::config::domain_id_from_env()?;
+    let key = |name: &str| {
+        data_keyexpr(
+            domain,
+            &format!("/{name}"),
+            ByteMultiArray::DDS_TYPE_NAME,
+            ByteMultiArray::TYPE_HASH.into(),
+        )
+    };
+    // rclev-zenoh's default for a reliable keep-last publisher: congestion control drop,
+    // Zenoh's default too.
+    let publisher = |name: &str| z.declare_publisher(key(name)).wait();
+    let gid = rclev::transport::Gid([7; 16]);
+    let put = move |publisher: &zenoh::pubsub::Publisher<'_>, bytes: Vec<u8>, seq: i64| {
+        let attachment = Attachment {
+            sequence_number: seq,
+            source_timestamp: monotonic_nanos(),
+            source_gid: gid,
+        };
+        publisher
+            .put(ZBytes::from(bytes))
+            .attachment(ZBytes::from(attachment.encode().to_vec()))
+            .wait()
+    };
+    let matched =
+        |p: &zenoh::pubsub::Publisher<'_>| p.matching_status().wait().is_ok_and(|m| m.matching());
+    let stats = Stats::new()?;
+    let sample = raw_sample(args.size)?;
+    match args.role {
+        Role::Receiver => {
+            let s = stats.clone();
+            let _subscriber = z
+                .declare_subscriber(key(DATA))
+                .callback(
+                    move |sample| match payload_of(&sample.payload().to_bytes()) {
+                        Some(payload) => s.on_data(payload),
+                        None => s.bad(),
+                    },
+                )
+                .wait()?;
+            serve(&stats, None)
+        }
+        Role::Sender => {
+            let data = publisher(DATA)?;
+            wait_matched(|| matched(&data))?;
+            let s = stats.clone();
+            let sender = SendThread::start(move |stop| {
+                let mut sample = sample;
+                let mut seq = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    stamp(&mut sample[DATA_OFFSET..], seq);
+                    // A buffer per put, as rclev-zenoh encodes each message into its own.
+                    put(&data, sample.clone(), seq as i64 + 1)?;
+                    s.sent.fetch_add(1, Ordering::Relaxed);
+                    seq += 1;
+                }
+                Ok(())
+            });
+            serve(&stats, None)?;
+            sender.stop()
+        }
+        Role::Pong => {
+            let pong = publisher(PONG)?;
+            let s = stats.clone();
+            let _subscriber = z
+                .declare_subscriber(key(PING))
+                .callback(move |sample| {
+                    let bytes = sample.payload().to_bytes().into_owned();
+                    if put(&pong, bytes, 1).is_err() {
+                        s.bad();
+                    }
+                })
+                .wait()?;
+            serve(&stats, None)
+        }
+        Role::Ping => {
+            let ping = publisher(PING)?;
+            let s = stats.clone();
+            let _subscriber = z
+                .declare_subscriber(key(PONG))
+                .callback(
+                    move |sample| match payload_of(&sample.payload().to_bytes()) {
+                        Some(payload) => s.on_pong(payload),
+                        None => s.bad(),
+                    },
+                )
+                .wait()?;
+            // The pong's publisher is matched once it put its subscriber up; our subscriber
+            // is matched when its pong publisher is (the pong starts first).
+            wait_matched(|| matched(&ping))?;
+            let s = stats.clone();
+            let hz = args.hz;
+            let pinger = SendThread::start(move |stop| {
+                let mut sample = sample;
+                pace(hz, stop, |seq| {
+                    stamp(&mut sample[DATA_OFFSET..], seq);
+                    put(&ping, sample.clone(), seq as i64 + 1)?;
+                    s.sent.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                })
+            });
+            serve(&stats, None)?;
+            pinger.stop()
+        }
+        Role::ManySender | Role::ManyReceiver => {
+            Err("the many scenario has no raw Zenoh variant".into())
         }
     }
 }

@@ -250,6 +250,9 @@ struct Receiver {
     max_len: usize,
     /// Messages received so far, for `reception_sequence_number`.
     received: AtomicU64,
+    /// Whether the subscription's owner reads message infos; if not, the attachment is not
+    /// decoded and no clock is read per message (only the reception count is kept).
+    reads_info: bool,
 }
 
 impl Receiver {
@@ -258,10 +261,16 @@ impl Receiver {
         if self.inbox.is_closed() {
             return;
         }
-        let attachment = read_attachment(sample.attachment(), self.inbox.name());
+        let attachment = if self.reads_info {
+            read_attachment(sample.attachment(), self.inbox.name())
+        } else {
+            None
+        };
         let payload = sample.payload();
         if payload.len() > self.max_len {
-            let sender = attachment.map_or(Gid::default(), |a| a.source_gid);
+            let sender = attachment
+                .or_else(|| read_attachment(sample.attachment(), self.inbox.name()))
+                .map_or(Gid::default(), |a| a.source_gid);
             self.inbox
                 .refused(payload.len(), &format_args!("publisher {sender}"));
             return;
@@ -269,7 +278,11 @@ impl Receiver {
         let payload = decode_payload(payload.to_bytes(), self.decode);
         let info = MessageInfo {
             source_timestamp: system_time(attachment.map_or(0, |a| a.source_timestamp)),
-            received_timestamp: SystemTime::now(),
+            received_timestamp: if self.reads_info {
+                SystemTime::now()
+            } else {
+                SystemTime::UNIX_EPOCH
+            },
             publisher_gid: attachment.map_or(Gid::default(), |a| a.source_gid),
             publication_sequence_number: attachment
                 .and_then(|a| u64::try_from(a.sequence_number).ok())
@@ -362,6 +375,7 @@ impl ZenohSubscription {
             decode: endpoint.type_support.deserialize(),
             max_len: info.max_serialized_size().unwrap_or(usize::MAX),
             received: AtomicU64::new(0),
+            reads_info: endpoint.reads_message_info,
         });
         let topic = topic_info(endpoint, &qos);
         let keyexpr = data_keyexpr(

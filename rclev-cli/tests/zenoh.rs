@@ -1,5 +1,5 @@
 //! The ROS 2 tools over Zenoh: with `RMW_IMPLEMENTATION=rmw_zenoh_cpp`, `rclev topic`,
-//! `node`, `service` and `param` talk to rclev nodes on rclev-zenoh through `rclev zenoh
+//! `node`, `service`, `param` and `action` talk to rclev nodes on rclev-zenoh through `rclev zenoh
 //! router`, in a network namespace of their own (built with `--features dds,zenoh`).
 
 #![cfg(all(feature = "dds", feature = "zenoh"))]
@@ -13,8 +13,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::in_netns;
+use rclev::interfaces::example_interfaces::action::{Fibonacci, Fibonacci_Goal, Fibonacci_Result};
 use rclev::interfaces::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
-use rclev::{NodeOptions, SpinOptions};
+use rclev::{
+    ActionServerOptions, CancelResponse, GoalEnd, GoalResponse, NodeOptions, ServerGoalHandle,
+    SpinOptions,
+};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -77,6 +81,21 @@ fn the_tools_work_over_zenoh() {
                 message: "flipped".into(),
             })
             .unwrap();
+        let _fib = node
+            .create_action_server::<Fibonacci, _, _, _, _>(
+                "fib",
+                ActionServerOptions::default(),
+                |_id, _goal: &Fibonacci_Goal| GoalResponse::AcceptAndExecute,
+                |_h: &ServerGoalHandle<Fibonacci>| CancelResponse::Accept,
+                |handle: ServerGoalHandle<Fibonacci>| async move {
+                    let mut sequence = vec![0, 1];
+                    for i in 1..handle.goal().order as usize {
+                        sequence.push(sequence[i] + sequence[i - 1]);
+                    }
+                    GoalEnd::Succeeded(Fibonacci_Result { sequence })
+                },
+            )
+            .unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let spinning = std::thread::spawn(move || {
@@ -109,6 +128,28 @@ fn the_tools_work_over_zenoh() {
         assert_eq!(
             run_until(&["param", "get", "/zenoh/server", "gain"], &["Integer"]),
             "Integer value is: 3\n"
+        );
+
+        // An action: listed with its type, and a goal sent to it.
+        let actions = run_until(&["action", "list", "-t"], &["/zenoh/fib"]);
+        assert!(
+            actions.contains("/zenoh/fib [example_interfaces/action/Fibonacci]\n"),
+            "{actions}"
+        );
+        let goal = run_until(
+            &[
+                "action",
+                "send_goal",
+                "/zenoh/fib",
+                "example_interfaces/action/Fibonacci",
+                "{order: 4}",
+            ],
+            &["Goal finished"],
+        );
+        assert!(goal.contains("Goal accepted with ID: "), "{goal}");
+        assert!(
+            goal.contains("Goal finished with status: SUCCEEDED\n"),
+            "{goal}"
         );
 
         // topic echo ← topic pub, two processes.

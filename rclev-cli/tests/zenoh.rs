@@ -1,5 +1,5 @@
 //! The ROS 2 tools over Zenoh: with `RMW_IMPLEMENTATION=rmw_zenoh_cpp`, `rclev topic`,
-//! `node`, `service`, `param` and `action` talk to rclev nodes on rclev-zenoh through `rclev zenoh
+//! `node`, `service`, `param`, `action` and `lifecycle` talk to rclev nodes on rclev-zenoh through `rclev zenoh
 //! router`, in a network namespace of their own (built with `--features dds,zenoh`).
 
 #![cfg(all(feature = "dds", feature = "zenoh"))]
@@ -96,6 +96,10 @@ fn the_tools_work_over_zenoh() {
                 },
             )
             .unwrap();
+        // A lifecycle node (its five services and transition events) beside it.
+        let _managed = executor
+            .create_lifecycle_node(NodeOptions::new("managed").namespace("/zenoh"))
+            .unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let spinning = std::thread::spawn(move || {
@@ -150,6 +154,23 @@ fn the_tools_work_over_zenoh() {
         assert!(
             goal.contains("Goal finished with status: SUCCEEDED\n"),
             "{goal}"
+        );
+
+        // Lifecycle: read the state, drive a transition, read it again.
+        assert_eq!(
+            run_until(&["lifecycle", "get", "/zenoh/managed"], &["unconfigured"]),
+            "unconfigured [1]\n"
+        );
+        assert_eq!(
+            run_until(
+                &["lifecycle", "set", "/zenoh/managed", "configure"],
+                &["successful"]
+            ),
+            "Transitioning successful\n"
+        );
+        assert_eq!(
+            run_until(&["lifecycle", "get", "/zenoh/managed"], &["inactive"]),
+            "inactive [2]\n"
         );
 
         // topic echo ← topic pub, two processes.

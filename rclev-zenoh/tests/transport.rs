@@ -315,3 +315,71 @@ fn an_action_runs_across_transports() {
         assert_eq!(sequence, [0, 1, 1, 2, 3, 5, 8, 13, 21]);
     });
 }
+
+/// Simulation time over Zenoh: a node with `use_sim_time` follows the `/clock` another
+/// transport publishes.
+#[test]
+fn sim_time_follows_a_clock_published_over_zenoh() {
+    in_netns(
+        "sim_time_follows_a_clock_published_over_zenoh",
+        &[],
+        LIMIT,
+        || {
+            use rclev::interfaces::builtin_interfaces::msg::Time as TimeMsg;
+            use rclev::interfaces::rosgraph_msgs::msg::Clock as ClockMsg;
+            let _router = Router::start(&ZenohOptions::default()).expect("a router");
+            let (_ta, a) = executor();
+            let (_tb, b) = executor();
+            let driver = a.create_node("clock_driver").unwrap();
+            let clock_pub = driver.create_publisher::<ClockMsg>("/clock").unwrap();
+            let node = b
+                .create_node(
+                    rclev::NodeOptions::new("sim_node").parameter_override("use_sim_time", true),
+                )
+                .unwrap();
+            let clock = node.get_clock();
+            assert!(clock.is_sim_time_active());
+            let at = 42_000_000_123i64;
+            // Published until it is heard: /clock is volatile, a message sent before the
+            // subscription reached the publisher goes nowhere.
+            assert!(spin_until(&b, MEET, || {
+                clock_pub
+                    .publish(ClockMsg {
+                        clock: TimeMsg::from_nanos(at),
+                    })
+                    .unwrap();
+                clock.now().nanos == at
+            }));
+        },
+    );
+}
+
+/// `/rosout` over Zenoh: what a node logs reaches another transport's `/rosout` subscriber,
+/// with the logger's name.
+#[test]
+fn rosout_records_cross_transports() {
+    in_netns("rosout_records_cross_transports", &[], LIMIT, || {
+        use rclev::interfaces::rcl_interfaces::msg::Log;
+        let _router = Router::start(&ZenohOptions::default()).expect("a router");
+        let (_ta, a) = executor();
+        let (_tb, b) = executor();
+        let talker = a.create_node("chatty").unwrap();
+        let listener = b.create_node("log_reader").unwrap();
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let h = heard.clone();
+        let _rosout = listener
+            .create_subscription::<Log, _>("/rosout", move |m: Arc<Log>| {
+                h.lock().unwrap().push((m.name.clone(), m.msg.clone()))
+            })
+            .unwrap();
+        // Logged until heard (the subscription takes a moment to reach the talker).
+        assert!(spin_until(&b, MEET, || {
+            rclev::log_info!(talker, "over zenoh");
+            heard
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(name, msg)| name == "chatty" && msg == "over zenoh")
+        }));
+    });
+}

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,40 +13,19 @@ use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::interfaces::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
 use rclev::msg::{Message, ServiceType};
 use rclev::transport::{EndpointKind, Gid};
-use rclev::{Arguments, Context, Executor, SpinOptions};
 use rclev_zenoh::wire::{gid_of, Attachment};
-use rclev_zenoh::{Router, RouterCheck, ZenohOptions, ZenohTransport};
+use rclev_zenoh::{Router, ZenohOptions};
 
-use common::{in_netns, PythonPeer};
+use common::{executor, in_netns, spin_until, PythonPeer};
 
 const LIMIT: Duration = Duration::from_secs(180);
 const WAIT: Duration = Duration::from_secs(60);
-
-fn executor() -> (Arc<ZenohTransport>, Executor) {
-    let options = ZenohOptions {
-        router_check: RouterCheck::Attempts(NonZeroU64::new(60).unwrap()),
-        ..ZenohOptions::default()
-    };
-    let transport = Arc::new(ZenohTransport::new(&options, 0, "/").expect("a transport"));
-    let context = Context::new(transport.clone(), Arguments::default());
-    (transport, context.create_basic_executor())
-}
 
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
         .collect()
-}
-
-/// Spins `executor` until `done` holds, at most `limit`.
-fn spin_until(executor: &Executor, limit: Duration, done: impl Fn() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + limit;
-    while !done() && std::time::Instant::now() < deadline {
-        let errors = executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
-        assert!(errors.is_empty(), "errors while spinning: {errors:?}");
-    }
-    done()
 }
 
 /// rclev publishes; the emulated rmw_zenoh listener sees rclev's tokens as rmw_zenoh writes

@@ -7,40 +7,18 @@
 
 mod common;
 
-use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::interfaces::std_srvs::srv::{SetBool, SetBool_Request};
-use rclev::{Arguments, Context, Executor, SpinOptions};
-use rclev_zenoh::{Router, RouterCheck, ZenohOptions, ZenohTransport};
+use rclev::SpinOptions;
+use rclev_zenoh::{Router, ZenohOptions};
 
-use common::{eventually, in_netns};
+use common::{eventually, executor, in_netns, spin_until};
 
 const LIMIT: Duration = Duration::from_secs(120);
 const MEET: Duration = Duration::from_secs(30);
-
-/// A transport connected to the router (which must run), and its executor.
-fn executor() -> (Arc<ZenohTransport>, Executor) {
-    let options = ZenohOptions {
-        router_check: RouterCheck::Attempts(NonZeroU64::new(60).unwrap()),
-        ..ZenohOptions::default()
-    };
-    let transport = Arc::new(ZenohTransport::new(&options, 0, "/").expect("a transport"));
-    let context = Context::new(transport.clone(), Arguments::default());
-    (transport, context.create_basic_executor())
-}
-
-/// Spins `executor` until `done` holds, at most `limit`.
-fn spin_until(executor: &Executor, limit: Duration, done: impl Fn() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + limit;
-    while !done() && std::time::Instant::now() < deadline {
-        let errors = executor.spin(SpinOptions::default().timeout(Duration::from_millis(50)));
-        assert!(errors.is_empty(), "errors while spinning: {errors:?}");
-    }
-    done()
-}
 
 #[test]
 fn two_transports_exchange_messages_and_see_each_others_graph() {

@@ -158,3 +158,28 @@ impl Drop for PythonPeer {
         let _ = self.child.wait();
     }
 }
+
+/// A Zenoh transport whose session dials the router on `tcp/localhost:7447` (which the test
+/// started; looked for up to a minute), on domain 0, and an executor over it.
+pub fn executor() -> (std::sync::Arc<rclev_zenoh::ZenohTransport>, rclev::Executor) {
+    let options = rclev_zenoh::ZenohOptions {
+        router_check: rclev_zenoh::RouterCheck::Attempts(std::num::NonZeroU64::new(60).unwrap()),
+        ..rclev_zenoh::ZenohOptions::default()
+    };
+    let transport = std::sync::Arc::new(
+        rclev_zenoh::ZenohTransport::new(&options, 0, "/").expect("a transport"),
+    );
+    let context = rclev::Context::new(transport.clone(), rclev::Arguments::default());
+    (transport, context.create_basic_executor())
+}
+
+/// Spins `executor` until `done` holds, at most `limit`; whether it held.
+pub fn spin_until(executor: &rclev::Executor, limit: Duration, done: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !done() && Instant::now() < deadline {
+        let errors =
+            executor.spin(rclev::SpinOptions::default().timeout(Duration::from_millis(50)));
+        assert!(errors.is_empty(), "errors while spinning: {errors:?}");
+    }
+    done()
+}

@@ -16,7 +16,7 @@ use rclev::transport::{EndpointKind, Gid};
 use rclev_zenoh::wire::{gid_of, Attachment};
 use rclev_zenoh::{Router, ZenohOptions};
 
-use common::{executor, in_netns, spin_until, PythonPeer};
+use common::{executor, in_netns, spin_until, PeerProcess};
 
 const LIMIT: Duration = Duration::from_secs(180);
 const WAIT: Duration = Duration::from_secs(60);
@@ -43,7 +43,7 @@ fn an_rmw_zenoh_listener_reads_what_rclev_publishes() {
             let node = executor.create_node("talker").unwrap();
             let publisher = node.create_publisher::<StringMsg>("/chatter").unwrap();
             let hash = StringMsg::TYPE_HASH.to_string();
-            let mut peer = PythonPeer::start("rmw_zenoh_peer.py", &["listener", &hash, "3"]);
+            let mut peer = PeerProcess::python("rmw_zenoh_peer.py", &["listener", &hash, "3"]);
             let zid = transport.zid().to_string();
             let mut tokens = Vec::new();
             loop {
@@ -128,7 +128,7 @@ fn rclev_hears_an_rmw_zenoh_talker() {
             )
             .unwrap();
         let hash = StringMsg::TYPE_HASH.to_string();
-        let mut peer = PythonPeer::start("rmw_zenoh_peer.py", &["talker", &hash, "4"]);
+        let mut peer = PeerProcess::python("rmw_zenoh_peer.py", &["talker", &hash, "4"]);
         let gid = hex(&peer.line("gid: ", WAIT));
         assert!(spin_until(&executor, WAIT, || heard.lock().unwrap().len() == 4));
         let publishers = node.get_publishers_info_by_topic("/chatter").unwrap();
@@ -171,7 +171,7 @@ fn an_rmw_zenoh_client_calls_an_rclev_service() {
                 })
                 .unwrap();
             let hash = SetBool::TYPE_HASH.to_string();
-            let mut peer = PythonPeer::start("rmw_zenoh_peer.py", &["client", &hash, "2"]);
+            let mut peer = PeerProcess::python("rmw_zenoh_peer.py", &["client", &hash, "2"]);
             let replies = Arc::new(Mutex::new(Vec::new()));
             let r = replies.clone();
             let reader = std::thread::spawn(move || {

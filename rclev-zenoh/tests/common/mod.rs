@@ -86,32 +86,47 @@ pub fn python_with_zenoh() -> Result<std::path::PathBuf, String> {
     }
 }
 
-/// A Python peer script from `tests/peers/`, run by the venv's Python; its stdout lines are
-/// read on a thread so that every wait for one is bounded. Killed when dropped.
-pub struct PythonPeer {
+/// A peer in a process of its own (a Python script from `tests/peers/`, or a program such as
+/// zenohd or hiroz-peer); its stdout lines are read on a thread so that every wait for one is
+/// bounded. Killed when dropped.
+pub struct PeerProcess {
     child: std::process::Child,
     lines: std::sync::mpsc::Receiver<String>,
     /// Every line read so far, for failure messages.
     pub seen: Vec<String>,
 }
 
-impl PythonPeer {
-    /// Starts `peers/<script>` with `args`; panics if the venv has no zenoh (`bash
-    /// .ci/oracles` installs it).
-    pub fn start(script: &str, args: &[&str]) -> Self {
-        use std::io::BufRead;
+impl PeerProcess {
+    /// Starts `peers/<script>` with `args` on the venv's Python; panics if the venv has no
+    /// zenoh (`bash .ci/oracles` installs it).
+    pub fn python(script: &str, args: &[&str]) -> Self {
         let python = python_with_zenoh().unwrap_or_else(|why| panic!("{why}"));
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/peers")
             .join(script);
-        let mut child = std::process::Command::new(python)
-            .arg("-u")
-            .arg(path)
-            .args(args)
+        let mut command = std::process::Command::new(python);
+        command.arg("-u").arg(path).args(args);
+        Self::spawn(command)
+    }
+
+    /// Starts `program` (from [`zenoh_peers`]) with `args`.
+    pub fn program(program: &str, args: &[&str]) -> Self {
+        let path = zenoh_peers()
+            .unwrap_or_else(|why| panic!("{why}"))
+            .join(program);
+        let mut command = std::process::Command::new(path);
+        command.args(args);
+        Self::spawn(command)
+    }
+
+    /// Starts `command` with its stdout read line by line and its stderr inherited.
+    pub fn spawn(mut command: std::process::Command) -> Self {
+        use std::io::BufRead;
+        let mut child = command
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .spawn()
-            .expect("the venv's python");
+            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -150,9 +165,42 @@ impl PythonPeer {
             }
         }
     }
+
+    /// Waits at most `limit` for the process to exit; whether it exited successfully.
+    pub fn wait_success(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return status.success(),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => return false,
+            }
+        }
+    }
 }
 
-impl Drop for PythonPeer {
+/// Where `.ci/zenoh-peers` (run by `.ci/oracles`) put zenohd and hiroz-peer
+/// (`RCLEV_ZENOH_PEERS`, else `<workspace>/target/zenoh-peers/bin`); else why not.
+pub fn zenoh_peers() -> Result<PathBuf, String> {
+    let dir = std::env::var_os("RCLEV_ZENOH_PEERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/zenoh-peers/bin")
+        });
+    for program in ["zenohd", "hiroz-peer"] {
+        if !dir.join(program).is_file() {
+            return Err(format!(
+                "{} is missing: `bash .ci/oracles` builds zenohd and hiroz-peer there",
+                dir.join(program).display()
+            ));
+        }
+    }
+    Ok(dir)
+}
+
+impl Drop for PeerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

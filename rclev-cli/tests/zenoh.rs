@@ -1,6 +1,7 @@
 //! The ROS 2 tools over Zenoh: with `RMW_IMPLEMENTATION=rmw_zenoh_cpp`, `rclev topic`,
-//! `node`, `service`, `param`, `action` and `lifecycle` talk to rclev nodes on rclev-zenoh through `rclev zenoh
-//! router`, in a network namespace of their own (built with `--features dds,zenoh`).
+//! `node`, `service`, `param`, `action` and `lifecycle` talk to rclev nodes on rclev-zenoh
+//! through `rclev zenoh router`, and a node's type description service answers, in a network
+//! namespace of their own (built with `--features dds,zenoh`).
 
 #![cfg(all(feature = "dds", feature = "zenoh"))]
 
@@ -132,6 +133,26 @@ fn the_tools_work_over_zenoh() {
         assert_eq!(
             run_until(&["param", "get", "/zenoh/server", "gain"], &["Integer"]),
             "Integer value is: 3\n"
+        );
+
+        // The type description service every node serves, called over Zenoh.
+        let hash = <SetBool as rclev::msg::ServiceType>::TYPE_HASH.to_string();
+        let request = format!(
+            "{{type_name: std_srvs/srv/SetBool, type_hash: {hash}, include_type_sources: false}}"
+        );
+        let described = run_until(
+            &[
+                "service",
+                "call",
+                "/zenoh/server/get_type_description",
+                "type_description_interfaces/srv/GetTypeDescription",
+                &request,
+            ],
+            &["successful: true"],
+        );
+        assert!(
+            described.contains("type_name: std_srvs/srv/SetBool_Request"),
+            "{described}"
         );
 
         // An action: listed with its type, and a goal sent to it.

@@ -361,3 +361,134 @@ fn rosout_records_cross_transports() {
         }));
     });
 }
+
+/// QoS events over Zenoh, as rmw_zenoh raises them: a publisher and a subscription hear of
+/// each other coming and going (matched events, from the graph), and a subscription hears of
+/// the messages a publisher's sequence numbers skipped (message lost).
+#[test]
+fn matched_and_message_lost_events_are_raised() {
+    in_netns(
+        "matched_and_message_lost_events_are_raised",
+        &[],
+        LIMIT,
+        || {
+            use rclev::qos::{CountStatus, MatchedStatus, QosEvent, QosEventKind};
+            use rclev_zenoh::wire::Attachment;
+            use zenoh::Wait;
+            let _router = Router::start(&ZenohOptions::default()).expect("a router");
+            let (_ta, a) = executor();
+            let (_tb, b) = executor();
+            let talker = a.create_node("talker").unwrap();
+            for kind in [
+                QosEventKind::PublicationMatched,
+                QosEventKind::SubscriptionMatched,
+                QosEventKind::MessageLost,
+            ] {
+                assert!(talker.supports_qos_event(kind), "{kind:?}");
+            }
+            assert!(!talker.supports_qos_event(QosEventKind::OfferedDeadlineMissed));
+            let publisher = talker.create_publisher::<StringMsg>("/events").unwrap();
+            let offered = Arc::new(Mutex::new(Vec::new()));
+            let o = offered.clone();
+            publisher.set_event_handler(move |e| o.lock().unwrap().push(e));
+            let listener = b.create_node("listener").unwrap();
+            let subscription = listener
+                .create_subscription::<StringMsg, _>("/events", |_| {})
+                .unwrap();
+            let requested = Arc::new(Mutex::new(Vec::new()));
+            let r = requested.clone();
+            subscription.set_event_handler(move |e| r.lock().unwrap().push(e));
+            let matched = |log: &Arc<Mutex<Vec<QosEvent>>>, current: u64| {
+                log.lock().unwrap().iter().any(|e| match e {
+                    QosEvent::PublicationMatched(s) | QosEvent::SubscriptionMatched(s) => {
+                        s.current_count == current
+                    }
+                    _ => false,
+                })
+            };
+            assert!(spin_until(&a, MEET, || matched(&offered, 1)), "{offered:?}");
+            assert!(
+                spin_until(&b, MEET, || matched(&requested, 1)),
+                "{requested:?}"
+            );
+            assert!(matches!(
+                offered.lock().unwrap()[0],
+                QosEvent::PublicationMatched(MatchedStatus {
+                    total_count: 1,
+                    total_count_change: 1,
+                    current_count: 1,
+                    current_count_change: 1,
+                })
+            ));
+
+            // A bare session publishing with rmw_zenoh's attachment, numbering 1, 2, 5: two
+            // messages lost.
+            let gid = rclev::transport::Gid([9; 16]);
+            let session = rclev_zenoh::ZenohSession::open(&ZenohOptions {
+                router_check: rclev_zenoh::RouterCheck::Attempts(
+                    std::num::NonZeroU64::new(60).unwrap(),
+                ),
+                ..ZenohOptions::default()
+            })
+            .expect("a bare session");
+            let cdr = rclev::msg::to_cdr(&StringMsg { data: "n".into() }).unwrap();
+            let heard = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let lossy = listener
+                .create_subscription::<StringMsg, _>("/lossy", {
+                    let heard = heard.clone();
+                    move |_| {
+                        heard.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                })
+                .unwrap();
+            let losses = Arc::new(Mutex::new(Vec::new()));
+            let l = losses.clone();
+            lossy.set_event_handler(move |e| l.lock().unwrap().push(e));
+            let lossy_key = rclev_zenoh::wire::keyexpr::topic_keyexpr::<StringMsg>(0, "/lossy");
+            let put = |sequence_number: i64| {
+                let attachment = Attachment {
+                    sequence_number,
+                    source_timestamp: 0,
+                    source_gid: gid,
+                };
+                session
+                    .zenoh()
+                    .put(&lossy_key, cdr.clone())
+                    .attachment(attachment.encode().to_vec())
+                    .wait()
+                    .unwrap();
+            };
+            // Sent until the subscription hears one (it matches the bare session's put only
+            // once Zenoh has routed its declaration); the numbers go on from there.
+            let next = std::cell::Cell::new(1);
+            assert!(spin_until(&b, MEET, || {
+                if heard.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+                    put(next.get());
+                    next.set(next.get() + 1);
+                }
+                heard.load(std::sync::atomic::Ordering::Relaxed) > 0
+            }));
+            // The puts before the first heard one went nowhere (no loss counted: the tracker
+            // starts at the first number it hears).
+            let before = heard.load(std::sync::atomic::Ordering::Relaxed);
+            let last_sent = next.get() - 1;
+            put(last_sent + 1);
+            put(last_sent + 4);
+            assert!(spin_until(&b, MEET, || !losses.lock().unwrap().is_empty()
+                && heard.load(std::sync::atomic::Ordering::Relaxed)
+                    >= before + 2));
+            assert_eq!(
+                *losses.lock().unwrap(),
+                [QosEvent::MessageLost(CountStatus {
+                    total_count: 2,
+                    total_count_change: 2,
+                })]
+            );
+            drop(session);
+
+            // The subscription goes: the publisher hears its match end.
+            drop(subscription);
+            assert!(spin_until(&a, MEET, || matched(&offered, 0)), "{offered:?}");
+        },
+    );
+}

@@ -4,20 +4,22 @@
 //!
 //! Tokens come from the network: a malformed one is refused and counted (the graph never
 //! shows half of it), and the cache holds at most [`MAX_TOKENS`] (more are refused and
-//! counted), so no peer can grow it without bound. Lock order: the token map's mutex is a
-//! leaf; the notifier is bumped after it is released.
+//! counted), so no peer can grow it without bound. Lock order: the token map's mutex, then the
+//! match watchers' (`events.rs`, which call endpoints' event hooks); the notifier is bumped
+//! after both are released.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use rclev::throttle::ReportThrottle;
-use rclev::transport::{EndpointKind, GraphNotifier, GraphSnapshot};
+use rclev::transport::{EndpointKind, EventHook, GraphNotifier, GraphSnapshot};
 use rclev::QoSProfile;
 
+use super::events::MatchWatchers;
 use crate::wire::{EntityKind, Token};
 
 /// The most tokens the cache holds: far more than any ROS 2 system declares (a large robot
@@ -36,6 +38,8 @@ pub(crate) struct GraphCache {
     /// has ended.
     settled: AtomicBool,
     notifier: GraphNotifier,
+    /// Our publishers and subscriptions, told of every matching token that comes or goes.
+    watchers: MatchWatchers,
 }
 
 /// Which endpoints of a topic or service count as matched with one of ours: the same name,
@@ -67,6 +71,7 @@ impl GraphCache {
                 drop(tokens);
                 return self.refuse(keyexpr, "the graph cache is full");
             } else {
+                self.watchers.token(&token, true);
                 tokens.insert(keyexpr.to_owned(), token);
                 true
             }
@@ -79,7 +84,14 @@ impl GraphCache {
     /// A token of ours, known before the subscriber reports it.
     pub fn put_own(&self, token: &Token) {
         let keyexpr = token.to_keyexpr();
-        let inserted = self.tokens().insert(keyexpr, token.clone()).is_none();
+        let inserted = {
+            let mut tokens = self.tokens();
+            let inserted = tokens.insert(keyexpr, token.clone()).is_none();
+            if inserted {
+                self.watchers.token(token, true);
+            }
+            inserted
+        };
         if inserted {
             self.notifier.changed();
         }
@@ -87,7 +99,14 @@ impl GraphCache {
 
     /// A token disappeared (undeclared, or its session is gone).
     pub fn delete(&self, keyexpr: &str) {
-        let removed = self.tokens().remove(keyexpr).is_some();
+        let removed = {
+            let mut tokens = self.tokens();
+            let removed = tokens.remove(keyexpr);
+            if let Some(token) = &removed {
+                self.watchers.token(token, false);
+            }
+            removed.is_some()
+        };
         if removed {
             self.notifier.changed();
         }
@@ -136,7 +155,11 @@ impl GraphCache {
 
     /// How many endpoints match `key`.
     pub fn count(&self, key: MatchKey<'_>) -> usize {
-        self.tokens()
+        Self::matching(&self.tokens(), key)
+    }
+
+    fn matching(tokens: &HashMap<String, Token>, key: MatchKey<'_>) -> usize {
+        tokens
             .values()
             .filter(|t| {
                 t.kind == key.kind
@@ -147,6 +170,27 @@ impl GraphCache {
                     })
             })
             .count()
+    }
+
+    /// Raises matched events on `hook` for the endpoints that match `key`: those there now at
+    /// once, and every later one that comes or goes, until [`unwatch`](Self::unwatch).
+    pub fn watch(&self, key: MatchKey<'_>, hook: Arc<dyn EventHook>) -> u64 {
+        // Under the token map's lock: no token is counted both now and as it comes.
+        let tokens = self.tokens();
+        let already = Self::matching(&tokens, key);
+        self.watchers.add(
+            key.name,
+            key.dds_type_name,
+            *key.type_hash,
+            key.kind,
+            hook,
+            already,
+        )
+    }
+
+    /// Stops the matched events of a [`watch`](Self::watch).
+    pub fn unwatch(&self, id: u64) {
+        self.watchers.remove(id);
     }
 
     /// The QoS profiles the publishers on `name` offer (for a subscription's `BestAvailable`).

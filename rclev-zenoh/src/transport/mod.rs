@@ -3,6 +3,7 @@
 //! back from them (`graph`), topics as publishers and subscribers on data key expressions
 //! (`topic`), services as queryables and queries (`service`).
 
+mod events;
 mod graph;
 mod service;
 mod topic;
@@ -299,10 +300,15 @@ impl Transport for ZenohTransport {
         self.shared.graph.subscribe()
     }
 
-    fn supports_event(&self, _kind: QosEventKind) -> bool {
-        // Zenoh has no QoS matching, deadlines or liveliness leases per endpoint, and
-        // matching counts are read from the graph rather than reported.
-        false
+    fn supports_event(&self, kind: QosEventKind) -> bool {
+        // What rmw_zenoh raises (events.rs): matches from the graph, losses from sequence
+        // numbers. Zenoh has no QoS matching, deadlines or liveliness leases per endpoint.
+        matches!(
+            kind,
+            QosEventKind::PublicationMatched
+                | QosEventKind::SubscriptionMatched
+                | QosEventKind::MessageLost
+        )
     }
 }
 
@@ -310,18 +316,22 @@ impl NodePort for ZenohNode {
     fn create_publisher(
         &self,
         endpoint: &TopicEndpoint,
-        _events: Arc<dyn EventHook>,
+        events: Arc<dyn EventHook>,
     ) -> Result<Arc<dyn PublisherPort>> {
-        Ok(Arc::new(topic::ZenohPublisher::new(self, endpoint)?))
+        Ok(Arc::new(topic::ZenohPublisher::new(
+            self, endpoint, events,
+        )?))
     }
 
     fn create_subscription(
         &self,
         endpoint: &TopicEndpoint,
         ready: Arc<dyn ReadyHook>,
-        _events: Arc<dyn EventHook>,
+        events: Arc<dyn EventHook>,
     ) -> Result<Arc<dyn SubscriptionPort>> {
-        Ok(topic::ZenohSubscription::new(self, endpoint, ready)?)
+        Ok(topic::ZenohSubscription::new(
+            self, endpoint, ready, events,
+        )?)
     }
 
     fn create_service(

@@ -21,11 +21,12 @@ use zenoh::Wait;
 use rclev::qos::QosRole;
 use rclev::throttle::ReportThrottle;
 use rclev::transport::{
-    DeserializeFn, Gid, Inbox, InboxHistory, MessageInfo, Payload, PublisherPort, ReadyHook,
-    SubscriptionPort, TopicEndpoint, TypeSupport,
+    DeserializeFn, EventHook, Gid, Inbox, InboxHistory, MessageInfo, Payload, PublisherPort,
+    ReadyHook, SubscriptionPort, TopicEndpoint, TypeSupport,
 };
 use rclev::{DeliveryError, History, QoSProfile, Result};
 
+use super::events::LossTracker;
 use super::graph::MatchKey;
 use super::{zenoh_error, Announced, Shared, ZenohNode};
 use crate::wire::keyexpr::data_keyexpr;
@@ -165,11 +166,23 @@ pub(crate) struct ZenohPublisher {
     sequence: AtomicI64,
     gid: Gid,
     qos: QoSProfile,
+    /// The graph's match watch raising this publisher's matched events.
+    watch: u64,
     _announced: Announced,
 }
 
+impl Drop for ZenohPublisher {
+    fn drop(&mut self) {
+        self.shared.graph.unwatch(self.watch);
+    }
+}
+
 impl ZenohPublisher {
-    pub fn new(node: &ZenohNode, endpoint: &TopicEndpoint) -> Result<Self> {
+    pub fn new(
+        node: &ZenohNode,
+        endpoint: &TopicEndpoint,
+        events: Arc<dyn EventHook>,
+    ) -> Result<Self> {
         let qos = endpoint.qos.resolve(QosRole::Publisher, &[]);
         qos.validate()?;
         let info = &endpoint.type_support.info;
@@ -186,15 +199,26 @@ impl ZenohPublisher {
         let token = node.endpoint_token(EntityKind::Publisher, topic);
         let gid = token.gid();
         let announced = node.shared.announce(&token)?;
+        let type_hash = info.hash.into();
+        let watch = node.shared.graph.watch(
+            MatchKey {
+                name: &endpoint.name,
+                dds_type_name: info.dds_type_name,
+                type_hash: &type_hash,
+                kind: EntityKind::Subscription,
+            },
+            events,
+        );
         Ok(Self {
             shared: node.shared.clone(),
             publisher,
             type_support: endpoint.type_support,
             name: endpoint.name.clone(),
-            type_hash: info.hash.into(),
+            type_hash,
             sequence: AtomicI64::new(0),
             gid,
             qos,
+            watch,
             _announced: announced,
         })
     }
@@ -250,9 +274,12 @@ struct Receiver {
     max_len: usize,
     /// Messages received so far, for `reception_sequence_number`.
     received: AtomicU64,
-    /// Whether the subscription's owner reads message infos; if not, the attachment is not
-    /// decoded and no clock is read per message (only the reception count is kept).
+    /// Whether the subscription's owner reads message infos; if not, no clock is read per
+    /// message.
     reads_info: bool,
+    /// Each publisher's last sequence number, for message-lost events (events.rs).
+    losses: Mutex<LossTracker>,
+    events: Arc<dyn EventHook>,
 }
 
 impl Receiver {
@@ -261,16 +288,20 @@ impl Receiver {
         if self.inbox.is_closed() {
             return;
         }
-        let attachment = if self.reads_info {
-            read_attachment(sample.attachment(), self.inbox.name())
-        } else {
-            None
-        };
+        let attachment = read_attachment(sample.attachment(), self.inbox.name());
+        if let Some(a) = attachment {
+            let lost = self
+                .losses
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .note(a.source_gid, a.sequence_number);
+            if let Some(event) = lost {
+                self.events.event(event);
+            }
+        }
         let payload = sample.payload();
         if payload.len() > self.max_len {
-            let sender = attachment
-                .or_else(|| read_attachment(sample.attachment(), self.inbox.name()))
-                .map_or(Gid::default(), |a| a.source_gid);
+            let sender = attachment.map_or(Gid::default(), |a| a.source_gid);
             self.inbox
                 .refused(payload.len(), &format_args!("publisher {sender}"));
             return;
@@ -357,6 +388,8 @@ pub(crate) struct ZenohSubscription {
     type_hash: WireTypeHash,
     gid: Gid,
     qos: QoSProfile,
+    /// The graph's match watch raising this subscription's matched events.
+    watch: u64,
     announced: Mutex<Option<Announced>>,
 }
 
@@ -365,6 +398,7 @@ impl ZenohSubscription {
         node: &ZenohNode,
         endpoint: &TopicEndpoint,
         ready: Arc<dyn ReadyHook>,
+        events: Arc<dyn EventHook>,
     ) -> Result<Arc<Self>> {
         let offers = node.shared.graph.offers(&endpoint.name);
         let qos = endpoint.qos.resolve(QosRole::Subscription, &offers);
@@ -376,6 +410,8 @@ impl ZenohSubscription {
             max_len: info.max_serialized_size().unwrap_or(usize::MAX),
             received: AtomicU64::new(0),
             reads_info: endpoint.reads_message_info,
+            losses: Mutex::new(LossTracker::default()),
+            events: events.clone(),
         });
         let topic = topic_info(endpoint, &qos);
         let keyexpr = data_keyexpr(
@@ -390,15 +426,26 @@ impl ZenohSubscription {
         let token = node.endpoint_token(EntityKind::Subscription, topic);
         let gid = token.gid();
         let announced = node.shared.announce(&token)?;
+        let type_hash = info.hash.into();
+        let watch = node.shared.graph.watch(
+            MatchKey {
+                name: &endpoint.name,
+                dds_type_name: info.dds_type_name,
+                type_hash: &type_hash,
+                kind: EntityKind::Publisher,
+            },
+            events,
+        );
         Ok(Arc::new(Self {
             shared: node.shared.clone(),
             receiver,
             subscriber: Mutex::new(Some(subscriber)),
             name: endpoint.name.clone(),
             dds_type_name: info.dds_type_name,
-            type_hash: info.hash.into(),
+            type_hash,
             gid,
             qos,
+            watch,
             announced: Mutex::new(Some(announced)),
         }))
     }
@@ -455,6 +502,7 @@ impl SubscriptionPort for ZenohSubscription {
     }
 
     fn close(&self) {
+        self.shared.graph.unwatch(self.watch);
         self.receiver.inbox.close();
         // Undeclaring waits for a callback in flight; no lock of ours is held meanwhile.
         let subscriber = self

@@ -138,6 +138,7 @@ enum Variant {
     RawZenoh,
     RclevZenohRouted,
     RawZenohRouted,
+    RawZenohTyped,
 }
 
 /// The variants of `--transport zenoh`: rclev-zenoh against a bare Zenoh session, peer to
@@ -163,6 +164,7 @@ impl Variant {
             Variant::RawZenoh => "raw-zenoh",
             Variant::RclevZenohRouted => "rclev-zenoh-routed",
             Variant::RawZenohRouted => "raw-zenoh-routed",
+            Variant::RawZenohTyped => "raw-zenoh-typed",
         }
     }
 
@@ -177,6 +179,7 @@ impl Variant {
             Variant::RawZenoh => Some(roles::Engine::RawZenoh),
             Variant::RclevZenohRouted => Some(roles::Engine::RclevZenohRouted),
             Variant::RawZenohRouted => Some(roles::Engine::RawZenohRouted),
+            Variant::RawZenohTyped => Some(roles::Engine::RawZenohTyped),
             Variant::Ddsperf | Variant::Rcl => None,
         }
     }
@@ -338,10 +341,12 @@ fn parse_variants(names: &[String]) -> Result<Vec<Variant>> {
             "raw-zenoh" => Variant::RawZenoh,
             "rclev-zenoh-routed" => Variant::RclevZenohRouted,
             "raw-zenoh-routed" => Variant::RawZenohRouted,
+            "raw-zenoh-typed" => Variant::RawZenohTyped,
             other => {
                 return Err(format!(
                     "unknown variant {other:?}: rclev, rclev-worker, rclev-direct, raw, rcl, \
-                     ddsperf, rclev-zenoh, raw-zenoh, rclev-zenoh-routed or raw-zenoh-routed"
+                     ddsperf, rclev-zenoh, raw-zenoh, rclev-zenoh-routed, raw-zenoh-routed or \
+                     raw-zenoh-typed"
                 )
                 .into())
             }
@@ -764,6 +769,8 @@ fn print_tables(
             ("rclev-direct", "ddsperf"),
             ("rclev-zenoh", "raw-zenoh"),
             ("rclev-zenoh-routed", "raw-zenoh-routed"),
+            ("raw-zenoh-typed", "raw-zenoh"),
+            ("rclev-zenoh", "raw-zenoh-typed"),
             ("rclev-zenoh", "rclev"),
         ],
         &[

@@ -3,7 +3,8 @@
 //! `connect/endpoints` naming the first. Here both "hosts" are in the test's loopback-only
 //! namespace: router A on 127.0.0.1:7447, router B on 127.0.0.2:7448 (dialling A); the nodes'
 //! sessions dial only their own router and have gossip off, so that every message, call and
-//! graph token crosses the router-to-router link. Topics, services and the graph work across.
+//! graph token crosses the router-to-router link. Topics, services, actions and the graph
+//! work across.
 
 mod common;
 
@@ -11,9 +12,15 @@ use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rclev::interfaces::example_interfaces::action::{
+    Fibonacci, Fibonacci_Feedback, Fibonacci_Goal, Fibonacci_Result,
+};
 use rclev::interfaces::std_msgs::msg::String as StringMsg;
 use rclev::interfaces::std_srvs::srv::{SetBool, SetBool_Request, SetBool_Response};
-use rclev::{Arguments, Context, Executor, SpinOptions};
+use rclev::{
+    ActionServerOptions, Arguments, CancelResponse, Context, Executor, GoalEnd, GoalResponse,
+    GoalState, ServerGoalHandle, SpinOptions,
+};
 use rclev_zenoh::{ConfigOverride, Router, RouterCheck, ZenohOptions, ZenohTransport};
 
 use common::in_netns;
@@ -67,6 +74,26 @@ fn nodes_behind_two_linked_routers_talk() {
                 message: "from host a".into(),
             })
             .unwrap();
+        let _action_server = on_a
+            .create_action_server::<Fibonacci, _, _, _, _>(
+                "/across_fibonacci",
+                ActionServerOptions::default(),
+                |_id, _goal: &Fibonacci_Goal| GoalResponse::AcceptAndExecute,
+                |_h: &ServerGoalHandle<Fibonacci>| CancelResponse::Accept,
+                |handle: ServerGoalHandle<Fibonacci>| async move {
+                    let mut sequence = vec![0, 1];
+                    for i in 1..handle.goal().order as usize {
+                        sequence.push(sequence[i] + sequence[i - 1]);
+                        handle
+                            .publish_feedback(Fibonacci_Feedback {
+                                sequence: sequence.clone(),
+                            })
+                            .unwrap();
+                    }
+                    GoalEnd::Succeeded(Fibonacci_Result { sequence })
+                },
+            )
+            .unwrap();
         let publisher = on_a.create_publisher::<StringMsg>("/news").unwrap();
         let heard = Arc::new(Mutex::new(Vec::new()));
         let h = heard.clone();
@@ -109,7 +136,7 @@ fn nodes_behind_two_linked_routers_talk() {
         }
         assert_eq!(*heard.lock().unwrap(), ["hello across"]);
 
-        // A service across, host a serving on a thread of its own.
+        // A service and an action across, host a serving on a thread of its own.
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let s = stop.clone();
         let Host {
@@ -125,14 +152,26 @@ fn nodes_behind_two_linked_routers_talk() {
             }
         });
         let client = on_b.create_client::<SetBool>("/across").unwrap();
+        let action_client = on_b
+            .create_action_client::<Fibonacci>("/across_fibonacci")
+            .unwrap();
         let answer = Arc::new(Mutex::new(None));
         let out = answer.clone();
+        let goal_end = Arc::new(Mutex::new(None));
+        let ended = goal_end.clone();
         let call = async move {
             client.wait_for_service(Some(WAIT)).await.unwrap();
             let response = client
                 .call_with_timeout(SetBool_Request { data: true }, WAIT)
                 .await;
             *out.lock().unwrap() = Some(response);
+            action_client.wait_for_server(Some(WAIT)).await.unwrap();
+            let handle = action_client
+                .send_goal(Fibonacci_Goal { order: 6 })
+                .await
+                .unwrap();
+            let (state, result) = handle.result().await.unwrap();
+            *ended.lock().unwrap() = Some((state, result.sequence));
         };
         let errors = b.executor.spin(
             SpinOptions::default()
@@ -150,5 +189,8 @@ fn nodes_behind_two_linked_routers_talk() {
             .unwrap();
         assert!(response.success);
         assert_eq!(response.message, "from host a");
+        let (state, sequence) = goal_end.lock().unwrap().take().expect("the goal ended");
+        assert_eq!(state, GoalState::Succeeded);
+        assert_eq!(sequence, [0, 1, 1, 2, 3, 5, 8]);
     });
 }

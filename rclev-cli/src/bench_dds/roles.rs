@@ -119,6 +119,11 @@ pub enum Engine {
     RclevZenohRouted,
     /// `raw-zenoh` with every message through the router.
     RawZenohRouted,
+    /// `raw-zenoh` that also does what any client library must to hand a typed message over:
+    /// each message encoded from a `ByteMultiArray`, and decoded into one on Zenoh's receive
+    /// thread — no executor, no queue. The floor under `rclev-zenoh` (not in the defaults:
+    /// `--variants raw-zenoh-typed,...`).
+    RawZenohTyped,
 }
 
 impl Engine {
@@ -133,6 +138,7 @@ impl Engine {
             Engine::RawZenoh => "raw-zenoh",
             Engine::RclevZenohRouted => "rclev-zenoh-routed",
             Engine::RawZenohRouted => "raw-zenoh-routed",
+            Engine::RawZenohTyped => "raw-zenoh-typed",
         }
     }
 
@@ -144,6 +150,7 @@ impl Engine {
                 | Engine::RawZenoh
                 | Engine::RclevZenohRouted
                 | Engine::RawZenohRouted
+                | Engine::RawZenohTyped
         )
     }
 
@@ -230,7 +237,7 @@ pub fn role(args: RoleArgs) -> Result {
             rclev_zenoh::ZenohTransport::context()?,
         ),
         #[cfg(feature = "zenoh")]
-        Engine::RawZenoh | Engine::RawZenohRouted => raw_zenoh_role(&args),
+        Engine::RawZenoh | Engine::RawZenohRouted | Engine::RawZenohTyped => raw_zenoh_role(&args),
         #[cfg(not(feature = "zenoh"))]
         _ => Err("rclev was built without Zenoh (the `zenoh` feature)".into()),
     }
@@ -754,6 +761,19 @@ fn raw_role(args: &RoleArgs) -> Result {
     }
 }
 
+/// `raw-zenoh-typed`'s encoding: the raw sample's payload put in a new message, and that
+/// encoded into a new buffer, as a library's publish of a message does.
+#[cfg(feature = "zenoh")]
+fn typed_cdr(sample: &[u8]) -> rclev::Result<Vec<u8>> {
+    let msg = ByteMultiArray {
+        data: payload_of(sample)
+            .unwrap_or(&sample[DATA_OFFSET..])
+            .to_vec(),
+        ..Default::default()
+    };
+    rclev::msg::to_cdr(&msg)
+}
+
 /// The role on a bare Zenoh session: prepared CDR and a fresh attachment out (what
 /// rclev-zenoh puts, byte for byte), counting in the subscriber's callback. The pair scenario
 /// only.
@@ -793,7 +813,21 @@ fn raw_zenoh_role(args: &RoleArgs) -> Result {
         |p: &zenoh::pubsub::Publisher<'_>| p.matching_status().wait().is_ok_and(|m| m.matching());
     let stats = Stats::new()?;
     let sample = raw_sample(args.size)?;
+    let typed = args.engine == Engine::RawZenohTyped;
     match args.role {
+        Role::Receiver if typed => {
+            let s = stats.clone();
+            let _subscriber = z
+                .declare_subscriber(key(DATA))
+                .callback(move |sample| {
+                    match rclev::msg::from_cdr::<ByteMultiArray>(&sample.payload().to_bytes()) {
+                        Ok(msg) => s.on_data(&msg.data),
+                        Err(_) => s.bad(),
+                    }
+                })
+                .wait()?;
+            serve(&stats, None)
+        }
         Role::Receiver => {
             let s = stats.clone();
             let _subscriber = z
@@ -816,8 +850,14 @@ fn raw_zenoh_role(args: &RoleArgs) -> Result {
                 let mut seq = 0;
                 while !stop.load(Ordering::Relaxed) {
                     stamp(&mut sample[DATA_OFFSET..], seq);
-                    // A buffer per put, as rclev-zenoh encodes each message into its own.
-                    put(&data, sample.clone(), seq as i64 + 1)?;
+                    // A buffer per put, as rclev-zenoh encodes each message into its own;
+                    // typed: encoded from a message, as a library's publish must.
+                    let bytes = if typed {
+                        typed_cdr(&sample)?
+                    } else {
+                        sample.clone()
+                    };
+                    put(&data, bytes, seq as i64 + 1)?;
                     s.sent.fetch_add(1, Ordering::Relaxed);
                     seq += 1;
                 }
@@ -833,6 +873,18 @@ fn raw_zenoh_role(args: &RoleArgs) -> Result {
                 .declare_subscriber(key(PING))
                 .callback(move |sample| {
                     let bytes = sample.payload().to_bytes().into_owned();
+                    // Typed: decoded into a message and that encoded back, as a library's
+                    // echo does.
+                    let bytes = if typed {
+                        match rclev::msg::from_cdr::<ByteMultiArray>(&bytes)
+                            .and_then(|msg| rclev::msg::to_cdr(&msg))
+                        {
+                            Ok(bytes) => bytes,
+                            Err(_) => return s.bad(),
+                        }
+                    } else {
+                        bytes
+                    };
                     if put(&pong, bytes, 1).is_err() {
                         s.bad();
                     }
@@ -845,12 +897,20 @@ fn raw_zenoh_role(args: &RoleArgs) -> Result {
             let s = stats.clone();
             let _subscriber = z
                 .declare_subscriber(key(PONG))
-                .callback(
-                    move |sample| match payload_of(&sample.payload().to_bytes()) {
-                        Some(payload) => s.on_pong(payload),
-                        None => s.bad(),
-                    },
-                )
+                .callback(move |sample| {
+                    let bytes = sample.payload().to_bytes();
+                    if typed {
+                        match rclev::msg::from_cdr::<ByteMultiArray>(&bytes) {
+                            Ok(msg) => s.on_pong(&msg.data),
+                            Err(_) => s.bad(),
+                        }
+                    } else {
+                        match payload_of(&bytes) {
+                            Some(payload) => s.on_pong(payload),
+                            None => s.bad(),
+                        }
+                    }
+                })
                 .wait()?;
             // The pong's publisher is matched once it put its subscriber up; our subscriber
             // is matched when its pong publisher is (the pong starts first).
@@ -861,7 +921,12 @@ fn raw_zenoh_role(args: &RoleArgs) -> Result {
                 let mut sample = sample;
                 pace(hz, stop, |seq| {
                     stamp(&mut sample[DATA_OFFSET..], seq);
-                    put(&ping, sample.clone(), seq as i64 + 1)?;
+                    let bytes = if typed {
+                        typed_cdr(&sample)?
+                    } else {
+                        sample.clone()
+                    };
+                    put(&ping, bytes, seq as i64 + 1)?;
                     s.sent.fetch_add(1, Ordering::Relaxed);
                     Ok(())
                 })

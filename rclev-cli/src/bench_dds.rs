@@ -139,6 +139,7 @@ enum Variant {
     RclevZenohRouted,
     RawZenohRouted,
     RawZenohTyped,
+    RawZenohTypedRouted,
 }
 
 /// The variants of `--transport zenoh`: rclev-zenoh against a bare Zenoh session, peer to
@@ -165,6 +166,7 @@ impl Variant {
             Variant::RclevZenohRouted => "rclev-zenoh-routed",
             Variant::RawZenohRouted => "raw-zenoh-routed",
             Variant::RawZenohTyped => "raw-zenoh-typed",
+            Variant::RawZenohTypedRouted => "raw-zenoh-typed-routed",
         }
     }
 
@@ -180,6 +182,7 @@ impl Variant {
             Variant::RclevZenohRouted => Some(roles::Engine::RclevZenohRouted),
             Variant::RawZenohRouted => Some(roles::Engine::RawZenohRouted),
             Variant::RawZenohTyped => Some(roles::Engine::RawZenohTyped),
+            Variant::RawZenohTypedRouted => Some(roles::Engine::RawZenohTypedRouted),
             Variant::Ddsperf | Variant::Rcl => None,
         }
     }
@@ -342,11 +345,12 @@ fn parse_variants(names: &[String]) -> Result<Vec<Variant>> {
             "rclev-zenoh-routed" => Variant::RclevZenohRouted,
             "raw-zenoh-routed" => Variant::RawZenohRouted,
             "raw-zenoh-typed" => Variant::RawZenohTyped,
+            "raw-zenoh-typed-routed" => Variant::RawZenohTypedRouted,
             other => {
                 return Err(format!(
                     "unknown variant {other:?}: rclev, rclev-worker, rclev-direct, raw, rcl, \
-                     ddsperf, rclev-zenoh, raw-zenoh, rclev-zenoh-routed, raw-zenoh-routed or \
-                     raw-zenoh-typed"
+                     ddsperf, rclev-zenoh, raw-zenoh, rclev-zenoh-routed, raw-zenoh-routed, \
+                     raw-zenoh-typed or raw-zenoh-typed-routed"
                 )
                 .into())
             }
@@ -771,6 +775,8 @@ fn print_tables(
             ("rclev-zenoh-routed", "raw-zenoh-routed"),
             ("raw-zenoh-typed", "raw-zenoh"),
             ("rclev-zenoh", "raw-zenoh-typed"),
+            ("raw-zenoh-typed-routed", "raw-zenoh-routed"),
+            ("rclev-zenoh-routed", "raw-zenoh-typed-routed"),
             ("rclev-zenoh", "rclev"),
         ],
         &[

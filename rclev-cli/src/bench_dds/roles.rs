@@ -124,6 +124,8 @@ pub enum Engine {
     /// thread — no executor, no queue. The floor under `rclev-zenoh` (not in the defaults:
     /// `--variants raw-zenoh-typed,...`).
     RawZenohTyped,
+    /// `raw-zenoh-typed` with every message through the router.
+    RawZenohTypedRouted,
 }
 
 impl Engine {
@@ -139,6 +141,7 @@ impl Engine {
             Engine::RclevZenohRouted => "rclev-zenoh-routed",
             Engine::RawZenohRouted => "raw-zenoh-routed",
             Engine::RawZenohTyped => "raw-zenoh-typed",
+            Engine::RawZenohTypedRouted => "raw-zenoh-typed-routed",
         }
     }
 
@@ -151,14 +154,18 @@ impl Engine {
                 | Engine::RclevZenohRouted
                 | Engine::RawZenohRouted
                 | Engine::RawZenohTyped
+                | Engine::RawZenohTypedRouted
         )
     }
 
     /// The `ZENOH_CONFIG_OVERRIDE` its processes run with: Zenoh clients for the routed ones,
     /// which connect to the router only, so that it carries every message.
     pub fn zenoh_override(self) -> Option<&'static str> {
-        matches!(self, Engine::RclevZenohRouted | Engine::RawZenohRouted)
-            .then_some(r#"mode="client""#)
+        matches!(
+            self,
+            Engine::RclevZenohRouted | Engine::RawZenohRouted | Engine::RawZenohTypedRouted
+        )
+        .then_some(r#"mode="client""#)
     }
 }
 
@@ -237,7 +244,10 @@ pub fn role(args: RoleArgs) -> Result {
             rclev_zenoh::ZenohTransport::context()?,
         ),
         #[cfg(feature = "zenoh")]
-        Engine::RawZenoh | Engine::RawZenohRouted | Engine::RawZenohTyped => raw_zenoh_role(&args),
+        Engine::RawZenoh
+        | Engine::RawZenohRouted
+        | Engine::RawZenohTyped
+        | Engine::RawZenohTypedRouted => raw_zenoh_role(&args),
         #[cfg(not(feature = "zenoh"))]
         _ => Err("rclev was built without Zenoh (the `zenoh` feature)".into()),
     }
@@ -813,7 +823,10 @@ fn raw_zenoh_role(args: &RoleArgs) -> Result {
         |p: &zenoh::pubsub::Publisher<'_>| p.matching_status().wait().is_ok_and(|m| m.matching());
     let stats = Stats::new()?;
     let sample = raw_sample(args.size)?;
-    let typed = args.engine == Engine::RawZenohTyped;
+    let typed = matches!(
+        args.engine,
+        Engine::RawZenohTyped | Engine::RawZenohTypedRouted
+    );
     match args.role {
         Role::Receiver if typed => {
             let s = stats.clone();

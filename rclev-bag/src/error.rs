@@ -1,0 +1,79 @@
+//! What can go wrong with a bag.
+
+use std::path::PathBuf;
+
+/// An error reading or writing a bag.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file of the bag could not be read, written or created.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The MCAP container is malformed, or the MCAP library refused an operation.
+    #[error("{path}: MCAP: {source}")]
+    Mcap {
+        /// The MCAP file.
+        path: PathBuf,
+        /// What the MCAP library said.
+        source: mcap::McapError,
+    },
+    /// `metadata.yaml` (or a channel's metadata) is not what rosbag2 writes.
+    #[error("{path}: {reason}")]
+    Metadata {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The bag directory already exists (a recording never overwrites one).
+    #[error("{0}: the bag directory already exists")]
+    Exists(PathBuf),
+    /// A path that is neither a bag directory nor an MCAP file.
+    #[error("{0}: not a bag (no metadata.yaml and no .mcap file)")]
+    NotABag(PathBuf),
+    /// A topic the bag does not hold, or that was not added to the writer.
+    #[error("unknown topic {0}")]
+    UnknownTopic(String),
+    /// A topic asked for as one type holds another.
+    #[error("topic {topic} holds {found}, not {expected}")]
+    TypeMismatch {
+        /// The topic.
+        topic: String,
+        /// The type asked for.
+        expected: String,
+        /// The type the bag records.
+        found: String,
+    },
+    /// A topic added twice with different types, or an invalid argument.
+    #[error("{0}")]
+    Invalid(String),
+    /// A message's CDR bytes do not decode as its type (or a message did not encode).
+    #[error("{topic}: {source}")]
+    Cdr {
+        /// The topic.
+        topic: String,
+        /// What the decoder said.
+        source: rclev::Error,
+    },
+    /// The writer hit an error before and is no longer usable.
+    #[error("the bag writer failed earlier and is closed")]
+    Poisoned,
+}
+
+/// A bag result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.into();
+    move |source| Error::Io { path, source }
+}
+
+pub(crate) fn mcap(path: impl Into<PathBuf>) -> impl FnOnce(mcap::McapError) -> Error {
+    let path = path.into();
+    move |source| Error::Mcap { path, source }
+}

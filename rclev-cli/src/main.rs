@@ -13,6 +13,8 @@ use clap::{Parser, Subcommand};
 #[cfg(feature = "dds")]
 mod action_goal;
 #[cfg(feature = "dds")]
+mod bag;
+#[cfg(feature = "dds")]
 mod bench_dds;
 mod bench_pubsub;
 mod bench_timers;
@@ -91,6 +93,10 @@ enum Command {
     #[cfg(feature = "dds")]
     #[command(subcommand)]
     Lifecycle(lifecycle::LifecycleCommand),
+    /// Bags (rosbag2's MCAP format): record, play, info.
+    #[cfg(feature = "dds")]
+    #[command(subcommand)]
+    Bag(bag::BagCommand),
     /// One process of `bench pubsub --transport dds`, which starts it.
     #[cfg(feature = "dds")]
     #[command(hide = true)]
@@ -535,6 +541,7 @@ fn ends_on_ctrl_c(command: &Command) -> bool {
                 | TopicCommand::Hz { .. }
                 | TopicCommand::Bw { .. }
         ) | Command::Action(ActionCommand::SendGoal { .. })
+            | Command::Bag(bag::BagCommand::Record(_) | bag::BagCommand::Play(_))
     )
 }
 
@@ -553,6 +560,8 @@ fn run() -> errors::Result {
         .with_writer(std::io::stderr)
         .init();
     match cli.command {
+        #[cfg(feature = "dds")]
+        Command::Bag(command) => bag::run(command),
         Command::Demo(DemoCommand::TalkerListener { secs, rate }) => {
             demo::talker_listener(secs, rate)
         }

@@ -279,8 +279,6 @@ fn split_definition(definition: &str) -> Result<Schema<'_>> {
 /// announces, and its sources are the texts, byte for byte. Errors (never panics) on a text
 /// that is not such a schema: a separator not followed by `MSG: pkg/Type`, a type defined
 /// twice, a definition that does not parse, a referenced type the text lacks.
-// `bag info|play` read a bag's own types with this; until they call it, only tests do.
-#[allow(dead_code)]
 pub(crate) fn from_message_definition(type_name: &str, definition: &str) -> Result<TypeInfo> {
     let root = msg_type_name(type_name)
         .ok_or_else(|| format!("'{type_name}' is not a message type name (pkg/msg/Name)"))?;

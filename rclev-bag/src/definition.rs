@@ -20,19 +20,45 @@ pub const SCHEMA_ENCODING: &str = "ros2msg";
 const SEPARATOR: &str =
     "================================================================================";
 
-/// The `ros2msg` schema text of `info`'s type (see the [module docs](self)).
+/// The `ros2msg` schema text of `info`'s type (see the [module docs](self)). Dependencies
+/// come in rosbag2's order: depth first, each type's own in name order, each right before the
+/// types it refers to in turn.
 pub fn message_definition(info: &TypeInfo) -> String {
     let own = &info.description.type_description;
     let mut out = type_text(info, own);
-    for referenced in info.description.referenced_type_descriptions {
-        let _ = write!(
-            out,
-            "\n{SEPARATOR}\nMSG: {}\n",
-            short_name(referenced.type_name)
-        );
-        out.push_str(&type_text(info, referenced));
-    }
+    let mut seen = std::collections::HashSet::new();
+    append_dependencies(info, own, &mut seen, &mut out);
     out
+}
+
+fn append_dependencies<'a>(
+    info: &'a TypeInfo,
+    d: &'a IndividualTypeDescription,
+    seen: &mut std::collections::HashSet<&'a str>,
+    out: &mut String,
+) {
+    let nested: std::collections::BTreeSet<&str> = d
+        .fields
+        .iter()
+        .filter(|f| f.type_id % CONTAINER_STRIDE == NESTED)
+        .map(|f| f.nested_type_name)
+        .collect();
+    for name in nested {
+        if !seen.insert(name) {
+            continue;
+        }
+        let Some(referenced) = info
+            .description
+            .referenced_type_descriptions
+            .iter()
+            .find(|r| r.type_name == name)
+        else {
+            continue;
+        };
+        let _ = write!(out, "\n{SEPARATOR}\nMSG: {}\n", short_name(name));
+        out.push_str(&type_text(info, referenced));
+        append_dependencies(info, referenced, seen, out);
+    }
 }
 
 /// One type's text: its `.msg` source when `info` has it, else written from its fields.
@@ -114,13 +140,14 @@ mod tests {
         let sections: Vec<&str> = text.split(&format!("\n{SEPARATOR}\n")).collect();
         assert_eq!(sections.len(), 3, "{text}");
         assert!(sections[0].contains("uint32 height"), "{text}");
+        // Depth first, as rosbag2 writes it: Header, then the Time it refers to.
+        assert!(sections[1].starts_with("MSG: std_msgs/Header\n"), "{text}");
         assert!(
-            sections[1].starts_with("MSG: builtin_interfaces/Time\n"),
+            sections[1].contains("builtin_interfaces/Time stamp"),
             "{text}"
         );
-        assert!(sections[2].starts_with("MSG: std_msgs/Header\n"), "{text}");
         assert!(
-            sections[2].contains("builtin_interfaces/Time stamp"),
+            sections[2].starts_with("MSG: builtin_interfaces/Time\n"),
             "{text}"
         );
     }

@@ -233,6 +233,18 @@ impl BagMetadata {
         o
     }
 
+    /// The metadata as rosbag2 serializes it into an MCAP file's `rosbag2` metadata record:
+    /// the map under `rosbag2_bagfile_information`, one level less indented.
+    pub fn to_serialized(&self) -> String {
+        let yaml = self.to_yaml();
+        let mut out = String::with_capacity(yaml.len());
+        for line in yaml.lines().skip(1) {
+            out.push_str(line.strip_prefix("  ").unwrap_or(line));
+            out.push('\n');
+        }
+        out
+    }
+
     /// Reads `metadata.yaml` text; `path` names the file in errors.
     pub fn from_yaml(text: &str, path: &Path) -> Result<Self> {
         let bad = |reason: String| Error::Metadata {
@@ -374,6 +386,19 @@ mod tests {
             m,
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_serialized_form_is_the_map_without_its_root() {
+        let m = sample();
+        let text = format!(
+            "rosbag2_bagfile_information:\n{}",
+            m.to_serialized()
+                .lines()
+                .map(|l| format!("  {l}\n"))
+                .collect::<String>()
+        );
+        assert_eq!(BagMetadata::from_yaml(&text, Path::new("m")).unwrap(), m);
     }
 
     #[test]

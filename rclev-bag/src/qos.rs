@@ -1,7 +1,9 @@
 //! QoS profiles as rosbag2 writes them (`offered_qos_profiles`): in `metadata.yaml` a YAML
 //! list, and in each MCAP channel's metadata the same list as YAML text. Policies are written
 //! as rosbag2 (version 9) writes them, by name; a number, as older bags have, is read too.
-//! A duration `{sec, nsec}` of 0 (unspecified) or of `RMW_DURATION_INFINITE` reads as none.
+//! A duration `{sec, nsec}` of 0 (unspecified) or of `RMW_DURATION_INFINITE` (or Foxy's
+//! "infinite" values) reads as none. A policy rosbag2 writes as `unknown` — a recording's
+//! publishers' history, which DDS discovery does not carry — reads as the system default.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -137,7 +139,9 @@ fn duration(p: &Yaml, key: &str) -> Result<Option<Duration>, String> {
         other => Err(format!("QoS {key}.{k} is not a count: {other:?}")),
     };
     let (sec, nsec) = (part("sec")?, part("nsec")?);
-    if (sec, nsec) == (0, 0) || sec >= INFINITE.0 {
+    // Foxy wrote "infinite" as {2147483647, …}: no real QoS duration is 68 years long.
+    const FOXY_INFINITE_SEC: u64 = 2_147_483_647;
+    if (sec, nsec) == (0, 0) || sec >= FOXY_INFINITE_SEC {
         return Ok(None);
     }
     Ok(Some(Duration::from_secs(sec) + Duration::from_nanos(nsec)))
@@ -155,7 +159,7 @@ fn profile(p: &Yaml) -> Result<QoSProfile, String> {
         q.history = match v {
             Name("keep_last") | Number(1) => History::KeepLast(depth),
             Name("keep_all") | Number(2) => History::KeepAll,
-            Name("system_default") | Number(0) => History::SystemDefault,
+            Name("system_default" | "unknown") | Number(0 | 3) => History::SystemDefault,
             v => return Err(unknown("history", &v)),
         };
     }
@@ -163,7 +167,7 @@ fn profile(p: &Yaml) -> Result<QoSProfile, String> {
         q.reliability = match v {
             Name("reliable") | Number(1) => Reliability::Reliable,
             Name("best_effort") | Number(2) => Reliability::BestEffort,
-            Name("system_default") | Number(0) => Reliability::SystemDefault,
+            Name("system_default" | "unknown") | Number(0 | 3) => Reliability::SystemDefault,
             Name("best_available") | Number(4) => Reliability::BestAvailable,
             v => return Err(unknown("reliability", &v)),
         };
@@ -172,7 +176,7 @@ fn profile(p: &Yaml) -> Result<QoSProfile, String> {
         q.durability = match v {
             Name("transient_local") | Number(1) => Durability::TransientLocal,
             Name("volatile") | Number(2) => Durability::Volatile,
-            Name("system_default") | Number(0) => Durability::SystemDefault,
+            Name("system_default" | "unknown") | Number(0 | 3) => Durability::SystemDefault,
             Name("best_available") | Number(4) => Durability::BestAvailable,
             v => return Err(unknown("durability", &v)),
         };
@@ -181,7 +185,7 @@ fn profile(p: &Yaml) -> Result<QoSProfile, String> {
         q.liveliness = match v {
             Name("automatic") | Number(1) => Liveliness::Automatic,
             Name("manual_by_topic") | Number(3) => Liveliness::ManualByTopic,
-            Name("system_default") | Number(0) => Liveliness::SystemDefault,
+            Name("system_default" | "unknown") | Number(0 | 4) => Liveliness::SystemDefault,
             Name("best_available") | Number(5) => Liveliness::BestAvailable,
             v => return Err(unknown("liveliness", &v)),
         };
@@ -220,6 +224,12 @@ mod tests {
         assert_eq!(p.reliability, Reliability::BestEffort);
         assert_eq!(p.durability, Durability::TransientLocal);
         assert!(profiles_from_yaml("- reliability: sometimes\n").is_err());
+        // What rosbag2 records of a DDS publisher: its history is not known.
+        let rosbag2 = "- history: unknown\n  depth: 0\n  reliability: reliable\n  deadline:\n    \
+                       sec: 2147483647\n    nsec: 4294967295\n";
+        let p = &profiles_from_yaml(rosbag2).unwrap()[0];
+        assert_eq!(p.history, History::SystemDefault);
+        assert_eq!(p.deadline, None);
         assert!(profiles_from_yaml("- depth: -3\n").is_err());
         assert!(profiles_from_yaml("{a: [").is_err());
     }

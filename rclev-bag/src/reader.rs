@@ -168,13 +168,19 @@ fn channel_of(c: &mcap::Channel<'_>, path: &Path) -> Result<Channel> {
     })
 }
 
-/// A linear reader of the file at `path`, which refuses records longer than the file (a
-/// corrupt length must not make it allocate gigabytes).
+/// The longest record (or decompressed chunk) read from a file of `len` bytes: a corrupt
+/// length must not make the reader allocate without bound. A compressed chunk may decompress
+/// to more than the file holds, so the bound is the file's length or 1 GiB, whichever is more.
+fn record_limit(len: u64) -> usize {
+    usize::try_from(len.max(1 << 30)).unwrap_or(usize::MAX)
+}
+
+/// A linear reader of the file at `path` (records bounded by [`record_limit`]).
 fn linear(path: &Path) -> Result<mcap::io::MessageReader<BufReader<File>>> {
     let f = File::open(path).map_err(io(path))?;
     let len = f.metadata().map_err(io(path))?.len();
-    let options = mcap::sans_io::LinearReaderOptions::default()
-        .with_record_length_limit(usize::try_from(len).unwrap_or(usize::MAX));
+    let options =
+        mcap::sans_io::LinearReaderOptions::default().with_record_length_limit(record_limit(len));
     Ok(mcap::io::MessageReader::new_with_options(
         BufReader::with_capacity(1 << 20, f),
         options,
@@ -443,36 +449,147 @@ impl BagReader {
     }
 }
 
-struct OpenReader {
-    index: usize,
-    messages: mcap::io::MessageReader<BufReader<File>>,
-    complete: bool,
+/// Reads a complete file's summary (its channels, schemas and chunk indexes).
+fn read_summary(path: &Path) -> Result<Option<mcap::Summary>> {
+    let mut f = File::open(path).map_err(io(path))?;
+    let len = f.metadata().map_err(io(path))?.len();
+    let mut reader = mcap::sans_io::summary_reader::SummaryReader::new_with_options(
+        mcap::sans_io::summary_reader::SummaryReaderOptions::default().with_file_size(len),
+    );
+    while let Some(event) = reader.next_event() {
+        match event.map_err(mcap_err(path))? {
+            mcap::sans_io::summary_reader::SummaryReadEvent::ReadRequest(need) => {
+                let n = f.read(reader.insert(need)).map_err(io(path))?;
+                reader.notify_read(n);
+            }
+            mcap::sans_io::summary_reader::SummaryReadEvent::SeekRequest(to) => {
+                let at = f.seek(to).map_err(io(path))?;
+                reader.notify_seeked(at);
+            }
+        }
+    }
+    Ok(reader.finish())
 }
 
-/// The messages of a bag ([`BagReader::messages`]).
+/// A file being read: by its index, in log-time order (a complete file), or from start to
+/// end (a file without summary, or without chunks).
+enum Source {
+    Indexed {
+        file: File,
+        summary: mcap::Summary,
+        reader: mcap::sans_io::indexed_reader::IndexedReader,
+        buffer: Vec<u8>,
+    },
+    Linear {
+        messages: mcap::io::MessageReader<BufReader<File>>,
+        complete: bool,
+    },
+}
+
+/// One message of a source: its MCAP channel, times and bytes.
+type Raw = (Arc<mcap::Channel<'static>>, u64, u64, Vec<u8>);
+
+impl Source {
+    fn open(path: &Path, topics: Option<&std::collections::HashSet<String>>) -> Result<Self> {
+        let complete = is_complete(path)?;
+        if complete {
+            if let Some(summary) = read_summary(path)? {
+                if !summary.chunk_indexes.is_empty() {
+                    let len = std::fs::metadata(path).map_err(io(path))?.len();
+                    let mut options = mcap::sans_io::indexed_reader::IndexedReaderOptions::new()
+                        .with_record_length_limit(record_limit(len));
+                    if let Some(topics) = topics {
+                        options = options.include_topics(topics.iter().cloned());
+                    }
+                    let reader = mcap::sans_io::indexed_reader::IndexedReader::new_with_options(
+                        &summary, options,
+                    )
+                    .map_err(mcap_err(path))?;
+                    return Ok(Source::Indexed {
+                        file: File::open(path).map_err(io(path))?,
+                        summary,
+                        reader,
+                        buffer: Vec::new(),
+                    });
+                }
+            }
+        }
+        Ok(Source::Linear {
+            messages: linear(path)?,
+            complete,
+        })
+    }
+
+    /// The next message; `None` at the end (for a file that was not closed, at the first
+    /// record that cannot be read: the end of its last complete chunk).
+    fn next(&mut self, path: &Path) -> Option<Result<Raw>> {
+        match self {
+            Source::Indexed {
+                file,
+                summary,
+                reader,
+                buffer,
+            } => loop {
+                use mcap::sans_io::indexed_reader::IndexedReadEvent;
+                let event = match reader.next_event()? {
+                    Ok(e) => e,
+                    Err(e) => return Some(Err(mcap_err(path)(e))),
+                };
+                match event {
+                    IndexedReadEvent::ReadChunkRequest { offset, length } => {
+                        buffer.resize(length, 0);
+                        let read = file
+                            .seek(SeekFrom::Start(offset))
+                            .and_then(|_| file.read_exact(buffer));
+                        if let Err(e) = read {
+                            return Some(Err(io(path)(e)));
+                        }
+                        if let Err(e) = reader.insert_chunk_record_data(offset, buffer) {
+                            return Some(Err(mcap_err(path)(e)));
+                        }
+                    }
+                    IndexedReadEvent::Message { header, data } => {
+                        let Some(channel) = summary.channels.get(&header.channel_id) else {
+                            return Some(Err(Error::Metadata {
+                                path: path.to_path_buf(),
+                                reason: format!(
+                                    "a message of channel {}, which the file does not have",
+                                    header.channel_id
+                                ),
+                            }));
+                        };
+                        return Some(Ok((
+                            channel.clone(),
+                            header.log_time,
+                            header.publish_time,
+                            data.to_vec(),
+                        )));
+                    }
+                }
+            },
+            Source::Linear { messages, complete } => match messages.next()? {
+                Ok(m) => Some(Ok((
+                    m.channel,
+                    m.log_time,
+                    m.publish_time,
+                    m.data.into_owned(),
+                ))),
+                Err(_) if !*complete => None,
+                Err(e) => Some(Err(mcap_err(path)(e))),
+            },
+        }
+    }
+}
+
+/// The messages of a bag ([`BagReader::messages`]): file after file, each file's in log-time
+/// order when it has its index (as rosbag2 reads them), else in the order they were written.
 pub struct Messages<'a> {
     reader: &'a BagReader,
     next_file: usize,
-    current: Option<OpenReader>,
+    current: Option<(usize, Source)>,
     /// Bag channels by file and MCAP channel id.
     channels: HashMap<(usize, u16), Arc<Channel>>,
     topics: Option<std::collections::HashSet<String>>,
-}
-
-impl Messages<'_> {
-    fn open_next(&mut self) -> Option<Result<()>> {
-        let path = self.reader.files.get(self.next_file)?;
-        let index = self.next_file;
-        self.next_file += 1;
-        let opened = is_complete(path).and_then(|complete| {
-            Ok(OpenReader {
-                index,
-                messages: linear(path)?,
-                complete,
-            })
-        });
-        Some(opened.map(|r| self.current = Some(r)))
-    }
 }
 
 impl Iterator for Messages<'_> {
@@ -481,37 +598,37 @@ impl Iterator for Messages<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if self.current.is_none() {
-                if let Err(e) = self.open_next()? {
-                    return Some(Err(e));
+                let path = self.reader.files.get(self.next_file)?;
+                let index = self.next_file;
+                self.next_file += 1;
+                match Source::open(path, self.topics.as_ref()) {
+                    Ok(source) => self.current = Some((index, source)),
+                    Err(e) => return Some(Err(e)),
                 }
             }
-            let current = self.current.as_mut()?;
-            let path = &self.reader.files[current.index];
-            let m = match current.messages.next() {
+            let (index, source) = self.current.as_mut()?;
+            let index = *index;
+            let path = &self.reader.files[index];
+            let (mcap_channel, log_time, publish_time, data) = match source.next(path) {
                 None => {
-                    self.current = None;
-                    continue;
-                }
-                // A file that was not closed ends at its last complete chunk.
-                Some(Err(_)) if !current.complete => {
                     self.current = None;
                     continue;
                 }
                 Some(Err(e)) => {
                     self.current = None;
-                    return Some(Err(mcap_err(path)(e)));
+                    return Some(Err(e));
                 }
                 Some(Ok(m)) => m,
             };
             if let Some(topics) = &self.topics {
-                if !topics.contains(&m.channel.topic) {
+                if !topics.contains(&mcap_channel.topic) {
                     continue;
                 }
             }
-            let key = (current.index, m.channel.id);
+            let key = (index, mcap_channel.id);
             let channel = match self.channels.get(&key) {
                 Some(c) => c.clone(),
-                None => match channel_of(&m.channel, path) {
+                None => match channel_of(&mcap_channel, path) {
                     Ok(c) => {
                         let c = Arc::new(c);
                         self.channels.insert(key, c.clone());
@@ -522,9 +639,9 @@ impl Iterator for Messages<'_> {
             };
             return Some(Ok(BagMessage {
                 channel,
-                log_time: m.log_time,
-                publish_time: m.publish_time,
-                data: m.data.into_owned(),
+                log_time,
+                publish_time,
+                data,
             }));
         }
     }

@@ -43,6 +43,8 @@ pub struct WriterOptions {
     pub max_file_duration: Option<Duration>,
     /// Chunk compression.
     pub compression: Compression,
+    /// The compressor's level (zstd: 1 fastest … 19 smallest; 0: the library's default).
+    pub compression_level: u32,
     /// The uncompressed size a chunk is closed at. Smaller chunks lose less in a crash and
     /// compress worse.
     pub chunk_size: u64,
@@ -52,12 +54,37 @@ pub struct WriterOptions {
     pub custom_data: BTreeMap<String, String>,
 }
 
+impl WriterOptions {
+    /// The options of one of rosbag2's MCAP storage presets (`--storage-preset-profile`):
+    /// `none` (the default), `zstd_fast` (zstd chunks of 4 MiB at the fastest level),
+    /// `zstd_small` (zstd chunks of 4 MiB at the smallest level). `fastwrite`, which in
+    /// rosbag2 writes no chunks and no indexes, is taken as `none`: chunks are what a bag cut
+    /// short is read back from.
+    pub fn preset(name: &str) -> Result<Self> {
+        let zstd = |level| Self {
+            compression: Compression::Zstd,
+            compression_level: level,
+            chunk_size: 4 * 1024 * 1024,
+            ..Self::default()
+        };
+        match name {
+            "" | "none" | "fastwrite" => Ok(Self::default()),
+            "zstd_fast" => Ok(zstd(1)),
+            "zstd_small" => Ok(zstd(19)),
+            other => Err(Error::Invalid(format!(
+                "unknown storage preset '{other}' (none, fastwrite, zstd_fast, zstd_small)"
+            ))),
+        }
+    }
+}
+
 impl Default for WriterOptions {
     fn default() -> Self {
         Self {
             max_file_size: None,
             max_file_duration: None,
             compression: Compression::None,
+            compression_level: 0,
             chunk_size: DEFAULT_CHUNK_SIZE,
             ros_distro: "jazzy".into(),
             custom_data: BTreeMap::new(),
@@ -229,6 +256,7 @@ impl BagWriter {
                 Compression::None => None,
                 Compression::Zstd => Some(mcap::Compression::Zstd),
             })
+            .compression_level(self.options.compression_level)
             // rosbag2 computes no chunk CRCs by default: they cost a pass over every byte.
             .calculate_chunk_crcs(false)
             .calculate_data_section_crc(false);
@@ -264,9 +292,16 @@ impl BagWriter {
         let file = self.file.as_mut().ok_or(Error::Poisoned)?;
         let topic = &mut self.topics[index];
         let spec = &topic.spec;
+        // A type without a definition gets an empty encoding, which every reader accepts
+        // (rosbag2 writes `unknown` for some, which `rosbags` cannot read).
+        let encoding = if spec.definition.is_empty() {
+            ""
+        } else {
+            SCHEMA_ENCODING
+        };
         let schema = file
             .mcap
-            .add_schema(&spec.type_name, SCHEMA_ENCODING, spec.definition.as_bytes())
+            .add_schema(&spec.type_name, encoding, spec.definition.as_bytes())
             .map_err(mcap_err(&file.path))?;
         let metadata = BTreeMap::from([
             (
@@ -448,6 +483,27 @@ impl BagWriter {
         let Some(mut file) = self.file.take() else {
             return Ok(());
         };
+        // rosbag2 keeps the bag's metadata in each file too (a `rosbag2` metadata record),
+        // which its reader of a bare `.mcap` takes the metadata version from.
+        let mut metadata = self.metadata();
+        let first = file.first.unwrap_or(0);
+        metadata.files.push(FileInfo {
+            starting_time: first,
+            duration: Duration::from_nanos(file.last.saturating_sub(first)),
+            ..file.info.clone()
+        });
+        metadata.relative_file_paths.push(file.info.path.clone());
+        metadata.message_count += file.info.message_count;
+        let record = mcap::records::Metadata {
+            name: "rosbag2".into(),
+            metadata: BTreeMap::from([(
+                "serialized_metadata".to_string(),
+                metadata.to_serialized(),
+            )]),
+        };
+        file.mcap
+            .write_metadata(&record)
+            .map_err(mcap_err(&file.path))?;
         file.mcap.finish().map_err(mcap_err(&file.path))?;
         let mut inner = file.mcap.into_inner();
         inner.flush().map_err(io(&file.path))?;

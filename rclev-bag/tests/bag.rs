@@ -289,3 +289,35 @@ fn misuse_and_malformed_bags_are_errors() {
     let decoded: Vec<_> = r.messages_of::<Image>("/i").unwrap().collect();
     assert!(matches!(decoded[..], [Err(Error::Cdr { .. })]));
 }
+
+/// A recorder drains topic after topic, so a file's messages are not in log-time order; a
+/// closed file is read in log-time order (from its index), as rosbag2 reads it.
+#[test]
+fn messages_come_in_log_time_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("order");
+    let mut bag = BagWriter::create(&dir, WriterOptions::default()).unwrap();
+    let a = bag
+        .add_topic(BagTopic::of::<Text>("/a", QoSProfile::default()))
+        .unwrap();
+    let b = bag
+        .add_topic(BagTopic::of::<Text>("/b", QoSProfile::default()))
+        .unwrap();
+    for (topic, t) in [(a, 10), (a, 20), (b, 5), (b, 15)] {
+        bag.write(
+            topic,
+            T0 + t,
+            &Text {
+                data: t.to_string(),
+            },
+        )
+        .unwrap();
+    }
+    bag.finish().unwrap();
+    let times: Vec<u64> = BagReader::open(&dir)
+        .unwrap()
+        .messages()
+        .map(|m| m.unwrap().log_time - T0)
+        .collect();
+    assert_eq!(times, [5, 10, 15, 20]);
+}

@@ -171,14 +171,15 @@ fn play_once(sender: Sender, bag: &PlayBag, secs: f64, rep: usize) -> Result<Pla
                 secs.to_string(),
             ]),
     };
-    let mut publisher = Proc::spawn(command, sender.name().into())?;
-    let line = subscriber.wait_for(Duration::from_secs_f64(secs) + 2 * START_LIMIT, |l| {
-        l.starts_with('{')
-    })?;
+    let publisher = Proc::spawn(command, sender.name().into())?;
+    // The sender first: one that fails says so at once, where the subscriber would wait for
+    // its first message for a minute. Its lines are not needed (the player's progress, the
+    // publisher's count).
+    publisher.wait_exit(Duration::from_secs_f64(secs) + START_LIMIT + EXIT_LIMIT)?;
+    // It lingered after its last message, and the subscriber stops when all came (or none
+    // came for a while).
+    let line = subscriber.wait_for(START_LIMIT, |l| l.starts_with('{'))?;
     let received: Received = serde_json::from_str(&line)?;
-    // Its lines are not needed (the player's progress, the publisher's count).
-    publisher.drain();
-    publisher.wait_exit(EXIT_LIMIT)?;
     subscriber.wait_exit(EXIT_LIMIT)?;
     let mut dev = deviations(&received, &bag.schedule);
     dev.sort_unstable();

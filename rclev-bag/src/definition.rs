@@ -37,8 +37,14 @@ pub fn message_definition(info: &TypeInfo) -> String {
 
 /// One type's text: its `.msg` source when `info` has it, else written from its fields.
 fn type_text(info: &TypeInfo, d: &IndividualTypeDescription) -> String {
-    let _ = info;
-    fields_text(d)
+    match info
+        .sources
+        .iter()
+        .find(|s| s.type_name == d.type_name && s.encoding == "msg")
+    {
+        Some(source) => source.raw_file_contents.to_string(),
+        None => fields_text(d),
+    }
 }
 
 /// `pkg/msg/Type` → `pkg/Type`, as a field names a nested type and rosbag2 names a section.
@@ -121,8 +127,8 @@ mod tests {
 
     #[test]
     fn a_type_without_sources_is_written_from_its_fields() {
-        let info = TypeInfo::of::<Image>();
-
+        let mut info = TypeInfo::of::<Image>();
+        info.sources = &[];
         let text = message_definition(&info);
         assert!(
             text.starts_with("std_msgs/Header header\nuint32 height\n"),

@@ -4,14 +4,18 @@
 //! `service call` and `action send_goal` work on any type of a sourced ROS 2 installation
 //! (test_msgs, a robot's own packages), not only on rclev's generated ones.
 //!
-//! A [`TypeInfo`] holds `'static` names and descriptions (generated code's are constants): the
-//! few types a command uses are leaked once, and cached for the process.
+//! A type also comes from a bag: [`from_message_definition`] reads the `ros2msg` schema text
+//! rosbag2 writes (the `.msg` text of the type and of each type it references) with the same
+//! parser and describer, so a bag's types are known without any installation.
+//!
+//! A [`TypeInfo`] holds `'static` names, descriptions and source texts (generated code's are
+//! constants): the few types a command uses are leaked once, and cached for the process.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, OnceLock};
 
 use rclev::msg::{
-    FieldDescription, IndividualTypeDescription, TypeDescription, TypeHash, TypeInfo,
+    FieldDescription, IndividualTypeDescription, TypeDescription, TypeHash, TypeInfo, TypeSource,
 };
 use rclev_codegen::describe::{Description, IndividualDescription};
 use rclev_codegen::model::{BaseType, Message};
@@ -60,6 +64,42 @@ fn description(d: &Description) -> TypeDescription {
         type_description: individual(&d.type_description),
         referenced_type_descriptions: Box::leak(referenced.into_boxed_slice()),
     }
+}
+
+/// The sources of a type described by `d`: its own, then each referenced type's, in the
+/// order of the description (as generated code has them), from the definitions in `set`.
+fn sources(set: &TypeSet, d: &Description) -> Result<&'static [TypeSource]> {
+    let names = std::iter::once(&d.type_description)
+        .chain(&d.referenced_type_descriptions)
+        .map(|i| i.type_name.as_str());
+    let mut out = Vec::new();
+    for name in names {
+        let m = set
+            .get(name)
+            .ok_or_else(|| format!("no definition of {name}, which the type references"))?;
+        out.push(TypeSource {
+            type_name: leak(name),
+            encoding: m.source_encoding(),
+            raw_file_contents: leak(m.source_text.as_deref().unwrap_or_default()),
+        });
+    }
+    Ok(Box::leak(out.into_boxed_slice()))
+}
+
+/// The [`TypeInfo`] of message type `type_name` (`pkg/kind/Name`) of a resolved set.
+fn type_info(set: &TypeSet, type_name: &str) -> Result<TypeInfo> {
+    let message = set.get(type_name).ok_or_else(|| {
+        format!("message type '{type_name}' is not one rclev knows or finds installed")
+    })?;
+    let name: &TypeName = &message.name;
+    let d = set.descriptions.get(name).ok_or("no description")?;
+    Ok(TypeInfo {
+        type_name: leak(type_name),
+        dds_type_name: leak(&name.dds_name()),
+        hash: TypeHash(*set.hashes.get(name).ok_or("no hash")?),
+        description: description(d),
+        sources: sources(set, d)?,
+    })
 }
 
 /// The packages a package's definitions refer to.
@@ -145,20 +185,293 @@ pub fn lookup(type_name: &str) -> Result<TypeInfo> {
         return Ok(*info);
     }
     let package = type_name.split('/').next().unwrap_or_default();
-    let set = type_set(package)?;
-    let message = set.get(type_name).ok_or_else(|| {
-        format!("message type '{type_name}' is not one rclev knows or finds installed")
-    })?;
-    let name: &TypeName = &message.name;
-    let info = TypeInfo {
-        type_name: leak(type_name),
-        dds_type_name: leak(&name.dds_name()),
-        hash: TypeHash(*set.hashes.get(name).ok_or("no hash")?),
-        description: description(set.descriptions.get(name).ok_or("no description")?),
-    };
+    let info = type_info(&type_set(package)?, type_name)?;
     cache
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(type_name.to_string(), info);
     Ok(info)
+}
+
+/// The line rosbag2 writes between two types' texts in a `ros2msg` schema (80 `=`).
+const SEPARATOR: &str =
+    "================================================================================";
+
+/// What starts the line after a [`SEPARATOR`]: the name of the type whose text follows.
+const SECTION_PREFIX: &str = "MSG: ";
+
+/// `pkg/Name` or `pkg/msg/Name` → (`pkg`, `Name`); `None` for anything else.
+fn msg_type_name(text: &str) -> Option<(&str, &str)> {
+    match text.split('/').collect::<Vec<_>>()[..] {
+        [pkg, name] | [pkg, "msg", name] if !pkg.is_empty() && !name.is_empty() => {
+            Some((pkg, name))
+        }
+        _ => None,
+    }
+}
+
+/// A `ros2msg` schema taken apart: the first type's text, then each section's type name (as
+/// written after `MSG: `) and text.
+struct Schema<'a> {
+    root: &'a str,
+    sections: Vec<(&'a str, &'a str)>,
+}
+
+/// Splits a `ros2msg` schema at its separators. A text is what the writer put between them,
+/// less the line break it adds before a separator, so it is the `.msg` file byte for byte.
+fn split_definition(definition: &str) -> Result<Schema<'_>> {
+    let mut texts = Vec::new();
+    let mut names = Vec::new();
+    let mut start = 0;
+    for (at, _) in definition.match_indices(SEPARATOR) {
+        let line_start = at == 0 || definition.as_bytes()[at - 1] == b'\n';
+        let rest = &definition[at + SEPARATOR.len()..];
+        // A longer run of `=`, or `=` inside a line, is text (a valid `.msg` line holding one
+        // is a constant's value or a comment).
+        let newline_len = if rest.starts_with('\n') {
+            1
+        } else if rest.starts_with("\r\n") {
+            2
+        } else if rest.is_empty() {
+            0
+        } else {
+            continue;
+        };
+        if !line_start || at < start {
+            continue;
+        }
+        let text = &definition[start..at];
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        texts.push(text.strip_suffix('\r').unwrap_or(text));
+        let header_start = at + SEPARATOR.len() + newline_len;
+        let after = &definition[header_start..];
+        let (header, text_start) = match after.find('\n') {
+            Some(end) => (&after[..end], header_start + end + 1),
+            None => (after, definition.len()),
+        };
+        let header = header.strip_suffix('\r').unwrap_or(header);
+        let Some(name) = header.strip_prefix(SECTION_PREFIX) else {
+            return Err(format!(
+                "the line after a separator is '{header}', not '{SECTION_PREFIX}pkg/Type': \
+                 not a ros2msg definition (.msg texts)"
+            )
+            .into());
+        };
+        names.push(name.trim());
+        start = text_start;
+    }
+    texts.push(&definition[start..]);
+    let root = texts.remove(0);
+    Ok(Schema {
+        root,
+        sections: names.into_iter().zip(texts).collect(),
+    })
+}
+
+/// The message type `type_name` (`pkg/msg/Name`) as a `ros2msg` schema defines it: the text
+/// rosbag2's MCAP storage writes for a topic's type (rclev-bag's writer writes the same), the
+/// type's `.msg` text, then for each type it references, directly or not, a line break, a line
+/// of 80 `=`, `MSG: pkg/Type` (or `MSG: pkg/msg/Type`, as other writers name it) on a line,
+/// and that type's `.msg` text.
+///
+/// The types are parsed, resolved and hashed as rclev's build does, from the text alone: the
+/// result's description and RIHS01 hash are what a ROS 2 node with these definitions
+/// announces, and its sources are the texts, byte for byte. Errors (never panics) on a text
+/// that is not such a schema: a separator not followed by `MSG: pkg/Type`, a type defined
+/// twice, a definition that does not parse, a referenced type the text lacks.
+// `bag info|play` read a bag's own types with this; until they call it, only tests do.
+#[allow(dead_code)]
+pub(crate) fn from_message_definition(type_name: &str, definition: &str) -> Result<TypeInfo> {
+    let root = msg_type_name(type_name)
+        .ok_or_else(|| format!("'{type_name}' is not a message type name (pkg/msg/Name)"))?;
+    let mut schema = split_definition(definition)?;
+    // A writer that gives the first type a section of its own (as rosbag2 does for its IDL
+    // fallback) leaves nothing before the first separator.
+    if schema.root.trim().is_empty()
+        && schema
+            .sections
+            .first()
+            .and_then(|(name, _)| msg_type_name(name))
+            == Some(root)
+    {
+        schema.root = schema.sections.remove(0).1;
+    }
+    let mut types = vec![(root, schema.root)];
+    for (name, text) in schema.sections {
+        let named = msg_type_name(name).ok_or_else(|| {
+            format!("section 'MSG: {name}' does not name a message type (pkg/Type)")
+        })?;
+        types.push((named, text));
+    }
+    let mut files: BTreeMap<&str, Vec<(std::path::PathBuf, &str)>> = BTreeMap::new();
+    for ((package, name), text) in types {
+        // The parser takes a type's package and name from its file's path; the path names
+        // the type in errors too.
+        let path = std::path::PathBuf::from(format!("{package}/msg/{name}.msg"));
+        files.entry(package).or_default().push((path, text));
+    }
+    let packages = files
+        .iter()
+        .map(|(package, files)| {
+            rclev_codegen::parse_package(package, files.iter().map(|(p, t)| (p.as_path(), *t)))
+        })
+        .collect::<rclev_codegen::Result<Vec<Package>>>()
+        .map_err(|e| format!("the definition of {type_name}: {e}"))?;
+    let set = TypeSet::build(&packages.iter().collect::<Vec<_>>())
+        .map_err(|e| format!("the definition of {type_name}: {e}"))?;
+    type_info(&set, &format!("{}/msg/{}", root.0, root.1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rclev::interfaces::sensor_msgs::msg::Image;
+    use rclev::msg::Message;
+
+    const IMAGE: &str = include_str!("../../rclev-codegen/interfaces/sensor_msgs/msg/Image.msg");
+    const HEADER: &str = include_str!("../../rclev-codegen/interfaces/std_msgs/msg/Header.msg");
+    const TIME: &str =
+        include_str!("../../rclev-codegen/interfaces/builtin_interfaces/msg/Time.msg");
+
+    /// `text`, then each `(name, text)` section, as rosbag2 writes them.
+    fn schema(text: &str, sections: &[(&str, &str)]) -> String {
+        let mut out = text.to_string();
+        for (name, text) in sections {
+            out.push_str(&format!("\n{SEPARATOR}\nMSG: {name}\n{text}"));
+        }
+        out
+    }
+
+    #[test]
+    fn image_round_trips_through_its_ros2msg_schema() {
+        // rosbag2's order: depth first, each type once.
+        let text = schema(
+            IMAGE,
+            &[
+                ("std_msgs/Header", HEADER),
+                ("builtin_interfaces/Time", TIME),
+            ],
+        );
+        let info = from_message_definition("sensor_msgs/msg/Image", &text).unwrap();
+        assert_eq!(info.hash, Image::TYPE_HASH);
+        assert_eq!(info.type_name, "sensor_msgs/msg/Image");
+        assert_eq!(info.dds_type_name, Image::DDS_TYPE_NAME);
+        assert_eq!(info.description, Image::TYPE_DESCRIPTION);
+        // The texts come back byte for byte, in the generated code's order.
+        assert_eq!(info.sources, Image::TYPE_SOURCES);
+        assert_eq!(info.sources[0].raw_file_contents, IMAGE);
+
+        // Other writers name sections pkg/msg/Type, and some end lines with CR LF.
+        let text = schema(
+            IMAGE,
+            &[
+                ("builtin_interfaces/msg/Time", TIME),
+                ("std_msgs/msg/Header", HEADER),
+            ],
+        );
+        let info = from_message_definition("sensor_msgs/msg/Image", &text).unwrap();
+        assert_eq!(info.hash, Image::TYPE_HASH);
+        let crlf = text.replace('\n', "\r\n");
+        let info = from_message_definition("sensor_msgs/msg/Image", &crlf).unwrap();
+        assert_eq!(info.hash, Image::TYPE_HASH);
+        assert_eq!(
+            info.sources[0].raw_file_contents,
+            IMAGE.replace('\n', "\r\n")
+        );
+    }
+
+    #[test]
+    fn every_shipped_message_round_trips_through_its_sources() {
+        let mut checked = 0;
+        for t in rclev::interfaces::MESSAGE_TYPES {
+            // A ros2msg schema names .msg types only.
+            if t.sources.iter().any(|s| !s.type_name.contains("/msg/")) {
+                continue;
+            }
+            let sections: Vec<(&str, &str)> = t.sources[1..]
+                .iter()
+                .map(|s| (s.type_name, s.raw_file_contents))
+                .collect();
+            let text = schema(t.sources[0].raw_file_contents, &sections);
+            let info = from_message_definition(t.type_name, &text)
+                .unwrap_or_else(|e| panic!("{}: {e}", t.type_name));
+            assert_eq!(info.hash, t.hash, "{}", t.type_name);
+            assert_eq!(info.description, t.description, "{}", t.type_name);
+            assert_eq!(info.sources, t.sources, "{}", t.type_name);
+            checked += 1;
+        }
+        assert!(checked > 150, "{checked}");
+    }
+
+    #[test]
+    fn a_schema_that_names_the_first_type_in_a_section_is_read() {
+        let text = schema(
+            "",
+            &[
+                ("std_msgs/msg/Header", HEADER),
+                ("builtin_interfaces/msg/Time", TIME),
+            ],
+        );
+        let info = from_message_definition("std_msgs/msg/Header", &text).unwrap();
+        assert_eq!(
+            info.hash,
+            rclev::interfaces::std_msgs::msg::Header::TYPE_HASH
+        );
+    }
+
+    #[test]
+    fn malformed_schemas_are_errors() {
+        let fails = |type_name: &str, text: &str| {
+            from_message_definition(type_name, text)
+                .map(|_| ())
+                .expect_err(text)
+                .to_string()
+        };
+        let image = "sensor_msgs/msg/Image";
+        let missing = fails(image, &schema(IMAGE, &[("std_msgs/Header", HEADER)]));
+        assert!(missing.contains("builtin_interfaces"), "{missing}");
+        let idl = fails(
+            image,
+            &format!("{IMAGE}\n{SEPARATOR}\nIDL: std_msgs/msg/Header\n"),
+        );
+        assert!(idl.contains("IDL: std_msgs/msg/Header"), "{idl}");
+        let bad_section = fails(image, &schema(IMAGE, &[("Header", HEADER)]));
+        assert!(bad_section.contains("'MSG: Header'"), "{bad_section}");
+        let garbage = fails("pkg/msg/T", "this is not a field line at all\n");
+        assert!(garbage.contains("pkg/msg/T.msg"), "{garbage}");
+        let twice = fails(
+            "std_msgs/msg/Header",
+            &schema(
+                HEADER,
+                &[
+                    ("builtin_interfaces/Time", TIME),
+                    ("builtin_interfaces/Time", TIME),
+                ],
+            ),
+        );
+        assert!(twice.contains("twice"), "{twice}");
+        assert!(fails("Image", IMAGE).contains("not a message type name"));
+        assert!(fails("sensor_msgs/srv/Image", IMAGE).contains("not a message type name"));
+        // A separator with nothing after it.
+        assert!(!fails(image, &format!("{IMAGE}\n{SEPARATOR}")).is_empty());
+    }
+
+    #[test]
+    fn installed_types_carry_their_sources() {
+        // std_msgs ships with rclev, so no installation is needed to read it this way.
+        let info = lookup("std_msgs/msg/Header").unwrap();
+        assert_eq!(
+            info.sources,
+            rclev::interfaces::std_msgs::msg::Header::TYPE_SOURCES
+        );
+        let request = lookup("example_interfaces/srv/AddTwoInts_Request").unwrap();
+        assert_eq!(request.sources.len(), 1);
+        assert_eq!(
+            (
+                request.sources[0].encoding,
+                request.sources[0].raw_file_contents
+            ),
+            ("implicit", "")
+        );
+    }
 }

@@ -66,7 +66,12 @@ impl DynamicClient {
     /// Waits up to [`WAIT`] for a server; `false` if none came, or on Ctrl-C (in a command
     /// that [handles it](crate::interrupt)).
     pub fn wait_ready(&self) -> bool {
-        let deadline = Instant::now() + WAIT;
+        self.wait_ready_for(WAIT)
+    }
+
+    /// Waits up to `limit` for a server; `false` if none came, or on Ctrl-C.
+    pub fn wait_ready_for(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
         while !self.port.service_is_ready() {
             if Instant::now() > deadline || crate::interrupt::interrupted() {
                 return false;
@@ -78,13 +83,25 @@ impl DynamicClient {
 
     /// Sends `request` and returns its sequence number (see [`answer`](Self::answer)).
     pub fn send(&self, request: &DynamicMessage) -> Result<i64> {
-        let cdr = request.encode(&self.request.description)?;
+        self.send_bytes(request.encode(&self.request.description)?)
+    }
+
+    /// Sends a request already encoded (CDR with its encapsulation header).
+    pub fn send_bytes(&self, cdr: Vec<u8>) -> Result<i64> {
         Ok(self.port.send_request(Payload::Serialized(Box::new(cdr)))?)
     }
 
     /// The response to request `sequence`, if it has come; waits at most `wait` for it, and
     /// no longer once Ctrl-C was pressed (in a command that [handles it](crate::interrupt)).
     pub fn answer(&self, sequence: i64, wait: Duration) -> Result<Option<DynamicMessage>> {
+        self.answer_bytes(sequence, wait)?
+            .map(|bytes| Ok(DynamicMessage::decode(&self.response.description, &bytes)?))
+            .transpose()
+    }
+
+    /// The response to request `sequence` as its CDR bytes, if it has come (see
+    /// [`answer`](Self::answer)).
+    pub fn answer_bytes(&self, sequence: i64, wait: Duration) -> Result<Option<Vec<u8>>> {
         let deadline = Instant::now() + wait;
         loop {
             while let Some((seq, answer)) = self.port.take_response() {
@@ -94,10 +111,7 @@ impl DynamicClient {
                 let Payload::Serialized(bytes) = answer? else {
                     return Err("the response came in another form than bytes".into());
                 };
-                return Ok(Some(DynamicMessage::decode(
-                    &self.response.description,
-                    &bytes,
-                )?));
+                return Ok(Some(*bytes));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() || crate::interrupt::interrupted() {

@@ -1,5 +1,5 @@
 //! Writing Rust: one module per package with `msg`, `srv` and `action` submodules, a struct
-//! per message with its CDR code, constants, type name, hash and description.
+//! per message with its CDR code, constants, type name, hash, description and sources.
 //!
 //! Code is written as text (no syn/quote) to keep this build dependency cheap. Everything
 //! generated names std items by absolute path, because ROS packages define messages called
@@ -358,7 +358,8 @@ impl<'a> Emitter<'a> {
         let _ = writeln!(out, "{ind}        }})\n{ind}    }}\n{ind}}}");
     }
 
-    /// TYPE_NAME, TYPE_HASH and TYPE_DESCRIPTION (and DDS_TYPE_NAME for structs).
+    /// TYPE_NAME, TYPE_HASH, TYPE_DESCRIPTION and TYPE_SOURCES (and DDS_TYPE_NAME for
+    /// structs).
     fn emit_identity(&self, out: &mut String, t: &TypeName) {
         let rt = &self.paths.runtime;
         let ind = "            ";
@@ -388,13 +389,33 @@ impl<'a> Emitter<'a> {
             self.individual_literal(&d.type_description)
         );
         for r in &d.referenced_type_descriptions {
-            let _ = write!(out, "{}, ", self.individual_ref(r));
+            let _ = write!(
+                out,
+                "{}.type_description, ",
+                self.referenced_const(r, "TYPE_DESCRIPTION")
+            );
         }
         let _ = writeln!(out, "],\n{ind}}};");
+
+        // The type's own source holds its file's text; every other type's source is that
+        // type's own, taken from its constant, so that each file's text is written once.
+        let m = &self.set.types[t];
+        let _ = write!(
+            out,
+            "{ind}const TYPE_SOURCES: &'static [{rt}::TypeSource] = &[{rt}::TypeSource {{ type_name: {:?}, encoding: {:?}, raw_file_contents: {:?} }}, ",
+            t.to_string(),
+            m.source_encoding(),
+            m.source_text.as_deref().unwrap_or_default()
+        );
+        for r in &d.referenced_type_descriptions {
+            let _ = write!(out, "{}[0], ", self.referenced_const(r, "TYPE_SOURCES"));
+        }
+        let _ = writeln!(out, "];");
     }
 
-    /// An expression for a referenced type's own description: its generated constant.
-    fn individual_ref(&self, r: &IndividualDescription) -> String {
+    /// An expression for the constant `name` (`TYPE_DESCRIPTION`, `TYPE_SOURCES`) of a
+    /// referenced type: the generated type's, through the trait its kind implements.
+    fn referenced_const(&self, r: &IndividualDescription, name: &str) -> String {
         let rt = &self.paths.runtime;
         let t = self
             .set
@@ -406,10 +427,7 @@ impl<'a> Emitter<'a> {
             Kind::Service => "ServiceType",
             Kind::Action => "ActionType",
         };
-        format!(
-            "<{} as {rt}::{trait_name}>::TYPE_DESCRIPTION.type_description",
-            self.path(&t)
-        )
+        format!("<{} as {rt}::{trait_name}>::{name}", self.path(&t))
     }
 
     fn individual_literal(&self, d: &IndividualDescription) -> String {

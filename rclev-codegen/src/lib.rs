@@ -118,12 +118,11 @@ pub fn parse_package<'a>(
             return Err(Error::in_file(path, "'Self' is reserved in Rust"));
         }
         match path.extension().and_then(|e| e.to_str()) {
-            Some("msg") => package.messages.push(parse::parse_message(
-                text,
-                TypeName::msg(name, stem),
-                path,
-                1,
-            )?),
+            Some("msg") => {
+                let mut message = parse::parse_message(text, TypeName::msg(name, stem), path, 1)?;
+                message.source_text = Some(text.into());
+                package.messages.push(message);
+            }
             Some("srv") => package
                 .services
                 .push(parse::parse_service(text, name, stem, path)?),

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Where an interface type lives: `pkg/msg/Name`, `pkg/srv/Name_Request`, ….
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -258,6 +259,26 @@ pub struct Message {
     pub doc: Vec<String>,
     /// The definition file (for error messages and `rerun-if-changed`).
     pub source: PathBuf,
+    /// The REP-2016 type source: the text of the file that defines this type on its own, byte
+    /// for byte — a `.msg` file for a message, the `.srv` or `.action` file for the
+    /// description of a service or action (`pkg/srv/Name`, `pkg/action/Name`). `None` for
+    /// the types ROS 2 derives from a `.srv` or `.action` (`Name_Request`, `Name_Goal`,
+    /// `Name_SendGoal`, …), whose source rosidl gives as `implicit`, without text.
+    pub source_text: Option<Arc<str>>,
+}
+
+impl Message {
+    /// The REP-2016 encoding of the type's source, as rosidl names it: the defining file's
+    /// extension (`msg`, `srv`, `action`), or `implicit` for a derived type (see
+    /// [`source_text`](Self::source_text)).
+    pub fn source_encoding(&self) -> &'static str {
+        match (&self.source_text, self.name.namespace) {
+            (None, _) => "implicit",
+            (Some(_), Namespace::Msg) => "msg",
+            (Some(_), Namespace::Srv) => "srv",
+            (Some(_), Namespace::Action) => "action",
+        }
+    }
 }
 
 /// A service: `pkg/srv/Name`.
@@ -271,6 +292,8 @@ pub struct Service {
     pub response: Message,
     /// The comment at the top of the definition.
     pub doc: Vec<String>,
+    /// The `.srv` file's text, byte for byte: the service type's REP-2016 type source.
+    pub source_text: Arc<str>,
 }
 
 /// An action: `pkg/action/Name`.
@@ -286,6 +309,8 @@ pub struct Action {
     pub feedback: Message,
     /// The comment at the top of the definition.
     pub doc: Vec<String>,
+    /// The `.action` file's text, byte for byte: the action type's REP-2016 type source.
+    pub source_text: Arc<str>,
 }
 
 /// Everything one interface package defines.

@@ -89,7 +89,9 @@ fn lines(text: &str, first_line: usize) -> impl Iterator<Item = Line<'_>> {
 
 /// Parses the text of a `.msg` file (or one section of a `.srv`/`.action`).
 ///
-/// `first_line` is the file line the text starts on, so that errors point into the file.
+/// `first_line` is the file line the text starts on, so that errors point into the file. The
+/// message has no [`source_text`](Message::source_text): the caller, who knows whether the
+/// text is a whole file, sets it.
 pub fn parse_message(
     text: &str,
     name: TypeName,
@@ -102,6 +104,7 @@ pub fn parse_message(
         constants: Vec::new(),
         doc: Vec::new(),
         source: source.to_path_buf(),
+        source_text: None,
     };
     // Comment lines not yet attached: they document the next member, or — when a blank line
     // follows them before any member — the message itself.
@@ -830,6 +833,7 @@ pub fn parse_service(text: &str, package: &str, name: &str, source: &Path) -> Re
         request,
         response: part(1, "Response")?,
         doc,
+        source_text: text.into(),
     })
 }
 
@@ -852,6 +856,7 @@ pub fn parse_action(text: &str, package: &str, name: &str, source: &Path) -> Res
         result: part(1, "Result")?,
         feedback: part(2, "Feedback")?,
         doc,
+        source_text: text.into(),
     })
 }
 

@@ -41,6 +41,7 @@ fn field(name: &str, ty: FieldType) -> Field {
     }
 }
 
+/// A type ROS 2 derives, with no source text of its own (REP-2016 `implicit`).
 fn synthetic(name: TypeName, fields: Vec<Field>, source: &std::path::Path) -> Message {
     Message {
         name,
@@ -48,6 +49,7 @@ fn synthetic(name: TypeName, fields: Vec<Field>, source: &std::path::Path) -> Me
         constants: Vec::new(),
         doc: Vec::new(),
         source: source.to_path_buf(),
+        source_text: None,
     }
 }
 
@@ -73,12 +75,14 @@ pub fn time() -> TypeName {
 }
 
 /// The messages a service consists of, in the order ROS 2 lists them: request, response,
-/// event, and the service's own description.
+/// event, and the service's own description, whose type source is `source_text` (the `.srv`
+/// file's text; `None` for the services of an action, which rosidl derives, `implicit`).
 pub fn service_types(
     service: &TypeName,
     request: Message,
     response: Message,
     source: &std::path::Path,
+    source_text: Option<std::sync::Arc<str>>,
 ) -> Vec<Message> {
     let event_name = sibling(service, "Event");
     let one = |t: &TypeName| FieldType {
@@ -94,7 +98,7 @@ pub fn service_types(
         ],
         source,
     );
-    let description = synthetic(
+    let mut description = synthetic(
         service.clone(),
         vec![
             field("request_message", nested(&request.name)),
@@ -103,6 +107,7 @@ pub fn service_types(
         ],
         source,
     );
+    description.source_text = source_text;
     vec![request, response, event, description]
 }
 
@@ -149,6 +154,7 @@ pub fn action_types(action: &Action) -> Vec<Message> {
             src,
         ),
         src,
+        None,
     ));
     out.extend(service_types(
         &get_result,
@@ -166,9 +172,10 @@ pub fn action_types(action: &Action) -> Vec<Message> {
             src,
         ),
         src,
+        None,
     ));
     out.push(feedback_message.clone());
-    out.push(synthetic(
+    let mut description = synthetic(
         a.clone(),
         vec![
             field("goal", nested(&action.goal.name)),
@@ -179,7 +186,9 @@ pub fn action_types(action: &Action) -> Vec<Message> {
             field("feedback_message", nested(&feedback_message.name)),
         ],
         src,
-    ));
+    );
+    description.source_text = Some(action.source_text.clone());
+    out.push(description);
     out
 }
 
@@ -191,6 +200,7 @@ impl Service {
             self.request.clone(),
             self.response.clone(),
             &self.request.source,
+            Some(self.source_text.clone()),
         )
     }
 }

@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use crate::errors::Result;
 
 mod info;
+mod keys;
 mod play;
 mod record;
 mod types;

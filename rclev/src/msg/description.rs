@@ -1,5 +1,5 @@
-//! What a wire transport needs to know about a type at run time: its REP-2016 type hash and
-//! type description, as static tables the code generator writes.
+//! What a wire transport needs to know about a type at run time: its REP-2016 type hash,
+//! type description and type sources, as static tables the code generator writes.
 
 use std::fmt;
 
@@ -109,6 +109,33 @@ fn individual_json(out: &mut String, d: &IndividualTypeDescription) {
     out.push_str("]}");
 }
 
+/// One interface file a type comes from (`type_description_interfaces/msg/TypeSource`): what
+/// `get_type_description` answers when asked for sources, and what a rosbag2 writer puts in a
+/// bag's `ros2msg` schema.
+///
+/// As rosidl (Jazzy) generates them, a `.msg` type's source is its `.msg` file (encoding
+/// `msg`), a service type's (`pkg/srv/Name`) its `.srv` file (`srv`), an action type's
+/// (`pkg/action/Name`) its `.action` file (`action`). The types ROS 2 derives from a `.srv` or
+/// `.action` (`Name_Request`, `Name_Event`, `Name_Goal`, `Name_SendGoal`,
+/// `Name_FeedbackMessage`, …) have encoding `implicit` and no text: their text is in the
+/// service's or action's own source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypeSource {
+    /// The type the source defines: `pkg/msg/Name`, `pkg/srv/Name`, `pkg/srv/Name_Request`, ….
+    pub type_name: &'static str,
+    /// The format of [`raw_file_contents`](Self::raw_file_contents): `msg`, `srv`, `action`
+    /// (the file's extension), or `implicit` for a type derived from a `.srv` or `.action`.
+    pub encoding: &'static str,
+    /// The interface file's text, byte for byte (comments and blank lines included); empty
+    /// for `implicit` sources.
+    ///
+    /// rosidl's generated C hands rcl a mangled copy: the last line break cut while the
+    /// length still counts it (so the text ends in a NUL), and non-ASCII bytes, tabs,
+    /// backslashes and some quotes written as Python escapes. This is the file as it is, which
+    /// is also what rosbag2 writes into a bag.
+    pub raw_file_contents: &'static str,
+}
+
 /// A message type's identity and description, as a value: what a registry of types holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TypeInfo {
@@ -120,6 +147,12 @@ pub struct TypeInfo {
     pub hash: TypeHash,
     /// The type description.
     pub description: TypeDescription,
+    /// The type's sources: its own first, then one for each of
+    /// [`description.referenced_type_descriptions`](TypeDescription::referenced_type_descriptions),
+    /// in that order (rosidl's order). Empty when the type's sources are not known (a
+    /// hand-written [`Message`](super::Message) implementation, a type learnt from a
+    /// description alone).
+    pub sources: &'static [TypeSource],
 }
 
 impl TypeInfo {
@@ -130,6 +163,7 @@ impl TypeInfo {
             dds_type_name: T::DDS_TYPE_NAME,
             hash: T::TYPE_HASH,
             description: T::TYPE_DESCRIPTION,
+            sources: T::TYPE_SOURCES,
         }
     }
 }

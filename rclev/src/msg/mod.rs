@@ -14,7 +14,7 @@ mod dynamic;
 
 pub use cdr::{CdrError, CdrReader, CdrWriter};
 pub use description::{
-    FieldDescription, IndividualTypeDescription, TypeDescription, TypeHash, TypeInfo,
+    FieldDescription, IndividualTypeDescription, TypeDescription, TypeHash, TypeInfo, TypeSource,
 };
 pub use dynamic::{DynamicMessage, Value};
 
@@ -34,6 +34,11 @@ pub trait Message: Clone + std::fmt::Debug + Send + Sync + 'static {
     const TYPE_HASH: TypeHash;
     /// The REP-2016 type description (what `get_type_description` serves).
     const TYPE_DESCRIPTION: TypeDescription;
+    /// The REP-2016 type sources: the type's own, then one per referenced type, in the order
+    /// of `TYPE_DESCRIPTION.referenced_type_descriptions` (see [`TypeSource`]). Generated code
+    /// fills it; the empty default keeps hand-written implementations compiling (a type
+    /// without sources is served and recorded from its description alone).
+    const TYPE_SOURCES: &'static [TypeSource] = &[];
     /// Appends the CDR body (no encapsulation header) to `w`.
     fn encode_cdr(&self, w: &mut CdrWriter<'_>) -> Result<(), CdrError>;
     /// Reads a CDR body from `r`.
@@ -52,6 +57,9 @@ pub trait ServiceType: Send + Sync + 'static {
     const TYPE_HASH: TypeHash;
     /// The REP-2016 description of the service type (request, response and event).
     const TYPE_DESCRIPTION: TypeDescription;
+    /// The REP-2016 sources of the service type: its `.srv` file, then one per referenced
+    /// type, as [`Message::TYPE_SOURCES`] (a node serves them for its services' types).
+    const TYPE_SOURCES: &'static [TypeSource] = &[];
 }
 
 /// A ROS 2 action type: goal, result and feedback, and the messages of the action protocol
@@ -78,6 +86,9 @@ pub trait ActionType: Send + Sync + 'static {
     const TYPE_HASH: TypeHash;
     /// The REP-2016 description of the action type.
     const TYPE_DESCRIPTION: TypeDescription;
+    /// The REP-2016 sources of the action type: its `.action` file, then one per referenced
+    /// type, as [`Message::TYPE_SOURCES`].
+    const TYPE_SOURCES: &'static [TypeSource] = &[];
 
     /// A send-goal request.
     fn send_goal_request(goal_id: UUID, goal: Self::Goal) -> SendGoalRequest<Self>;

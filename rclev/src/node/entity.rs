@@ -38,7 +38,9 @@ pub(crate) fn topic_endpoint<T: Message>(
 ) -> Result<TopicEndpoint> {
     core.exec.check_running()?;
     let options = options.into_primitive_options();
-    core.node.types.register(T::TYPE_HASH, T::TYPE_DESCRIPTION);
+    core.node
+        .types
+        .register(T::TYPE_HASH, T::TYPE_DESCRIPTION, T::TYPE_SOURCES);
     Ok(TopicEndpoint {
         name: core.node.expand(&options.name)?,
         type_support: TypeSupport::of::<T>(),
@@ -61,7 +63,9 @@ pub(crate) fn service_endpoint<S: crate::msg::ServiceType>(
             "services and clients have no QoS events to give an event handler",
         ));
     }
-    core.node.types.register(S::TYPE_HASH, S::TYPE_DESCRIPTION);
+    core.node
+        .types
+        .register(S::TYPE_HASH, S::TYPE_DESCRIPTION, S::TYPE_SOURCES);
     Ok(ServiceEndpoint {
         name: core.node.expand_service(&options.name)?,
         types: ServiceTypes::of::<S>(),

@@ -9,7 +9,7 @@ use crate::arguments::remap::{self, NameUse};
 use crate::base::error::Result;
 use crate::base::sync::lock;
 use crate::clock::{Clock, ClockType, Lifeline};
-use crate::msg::{TypeDescription, TypeHash};
+use crate::msg::{TypeDescription, TypeHash, TypeSource};
 
 /// A node's validated name and namespace, its clocks, and its registration with the transport.
 pub(crate) struct NodeIdentity {
@@ -73,19 +73,36 @@ impl NodeIdentity {
     }
 }
 
+/// A type a node uses, as `~/get_type_description` serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CachedType {
+    pub(crate) description: TypeDescription,
+    /// The type's own source, then its referenced types' (`Message::TYPE_SOURCES`); empty
+    /// for a type whose sources are not known.
+    pub(crate) sources: &'static [TypeSource],
+}
+
 /// The types a node uses, by hash.
 #[derive(Default)]
 pub(crate) struct TypeCache {
-    types: Mutex<HashMap<TypeHash, TypeDescription>>,
+    types: Mutex<HashMap<TypeHash, CachedType>>,
 }
 
 impl TypeCache {
     /// Records a type the node uses.
-    pub(crate) fn register(&self, hash: TypeHash, description: TypeDescription) {
-        lock(&self.types).entry(hash).or_insert(description);
+    pub(crate) fn register(
+        &self,
+        hash: TypeHash,
+        description: TypeDescription,
+        sources: &'static [TypeSource],
+    ) {
+        lock(&self.types).entry(hash).or_insert(CachedType {
+            description,
+            sources,
+        });
     }
 
-    pub(crate) fn get(&self, hash: &TypeHash) -> Option<TypeDescription> {
+    pub(crate) fn get(&self, hash: &TypeHash) -> Option<CachedType> {
         lock(&self.types).get(hash).copied()
     }
 }

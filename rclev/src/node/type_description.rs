@@ -6,8 +6,12 @@
 //! in its [`TypeCache`]; the service answers from there. As in rcl, the service is on unless
 //! the read-only parameter `start_type_description_service` is given as `false` (an override).
 //! Unlike rcl, a type stays in the cache for the node's life after its last endpoint is gone.
-//! Type sources (`include_type_sources`) are not kept: the answer has none, as rcl answers for
-//! types whose typesupport carries no sources.
+//!
+//! The cache keeps each type's sources beside its description (`Message::TYPE_SOURCES`, the
+//! interface files the type and the types it references come from, in rosidl's order), and a
+//! request with `include_type_sources` gets them, as rcl answers. The texts are the files byte
+//! for byte; rcl's are rosidl's mangled copies (see [`crate::msg::TypeSource`]). A type whose
+//! sources are not known (a hand-written `Message` implementation) is answered with none.
 
 use std::sync::{Arc, Weak};
 
@@ -16,7 +20,7 @@ use super::service::{create_service, ServiceCallback};
 use super::{NodeState, Service};
 use crate::base::error::Result;
 use crate::interfaces::type_description_interfaces::{msg as td, srv};
-use crate::msg::{IndividualTypeDescription, TypeDescription, TypeHash};
+use crate::msg::{IndividualTypeDescription, TypeDescription, TypeHash, TypeSource};
 
 fn individual(d: &IndividualTypeDescription) -> td::IndividualTypeDescription {
     td::IndividualTypeDescription {
@@ -50,6 +54,18 @@ pub(crate) fn to_msg(d: &TypeDescription) -> td::TypeDescription {
     }
 }
 
+/// Sources as `type_description_interfaces/msg/TypeSource` messages.
+fn sources_to_msg(sources: &[TypeSource]) -> Vec<td::TypeSource> {
+    sources
+        .iter()
+        .map(|s| td::TypeSource {
+            type_name: s.type_name.to_string(),
+            encoding: s.encoding.to_string(),
+            raw_file_contents: s.raw_file_contents.to_string(),
+        })
+        .collect()
+}
+
 /// The answer to `request` from `cache`, with rcl's failure reasons.
 fn answer(
     cache: &TypeCache,
@@ -63,17 +79,23 @@ fn answer(
     let Some(hash) = TypeHash::parse(&request.type_hash) else {
         return failure("Failed to parse type hash");
     };
-    let Some(description) = cache.get(&hash) else {
+    let Some(cached) = cache.get(&hash) else {
         return failure("Type not currently in use by this node");
     };
-    if description.type_description.type_name != request.type_name {
+    if cached.description.type_description.type_name != request.type_name {
         return failure(
             "Type name sent in request does not match the type name for the given hash",
         );
     }
     srv::GetTypeDescription_Response {
         successful: true,
-        type_description: to_msg(&description),
+        type_description: to_msg(&cached.description),
+        // Copied only when asked for: they are the bulk of an answer.
+        type_sources: if request.include_type_sources {
+            sources_to_msg(cached.sources)
+        } else {
+            Vec::new()
+        },
         ..Default::default()
     }
 }
@@ -100,7 +122,11 @@ mod tests {
     #[test]
     fn answers_by_hash_with_rcls_reasons() {
         let cache = TypeCache::default();
-        cache.register(Header::TYPE_HASH, Header::TYPE_DESCRIPTION);
+        cache.register(
+            Header::TYPE_HASH,
+            Header::TYPE_DESCRIPTION,
+            Header::TYPE_SOURCES,
+        );
         let ask = |name: &str, hash: &str| {
             answer(
                 &cache,
@@ -113,6 +139,7 @@ mod tests {
         };
         let ok = ask("std_msgs/msg/Header", &Header::TYPE_HASH.to_string());
         assert!(ok.successful);
+        assert!(ok.type_sources.is_empty(), "sources only when asked for");
         assert_eq!(
             ok.type_description.type_description.type_name,
             "std_msgs/msg/Header"
@@ -130,5 +157,94 @@ mod tests {
         );
         assert!(!unknown.successful && unknown.failure_reason.contains("not currently in use"));
         assert!(!ask("std_msgs/msg/Header", "junk").successful);
+    }
+
+    fn ask_with_sources(
+        cache: &TypeCache,
+        name: &str,
+        hash: TypeHash,
+    ) -> srv::GetTypeDescription_Response {
+        answer(
+            cache,
+            &srv::GetTypeDescription_Request {
+                type_name: name.into(),
+                type_hash: hash.to_string(),
+                include_type_sources: true,
+            },
+        )
+    }
+
+    #[test]
+    fn answers_sources_when_asked_for_them() {
+        use crate::interfaces::example_interfaces::srv::AddTwoInts;
+        use crate::msg::ServiceType;
+        let cache = TypeCache::default();
+        cache.register(
+            Header::TYPE_HASH,
+            Header::TYPE_DESCRIPTION,
+            Header::TYPE_SOURCES,
+        );
+        cache.register(
+            AddTwoInts::TYPE_HASH,
+            AddTwoInts::TYPE_DESCRIPTION,
+            AddTwoInts::TYPE_SOURCES,
+        );
+        let header = ask_with_sources(&cache, "std_msgs/msg/Header", Header::TYPE_HASH);
+        assert!(header.successful);
+        let names: Vec<(&str, &str)> = header
+            .type_sources
+            .iter()
+            .map(|s| (s.type_name.as_str(), s.encoding.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("std_msgs/msg/Header", "msg"),
+                ("builtin_interfaces/msg/Time", "msg")
+            ]
+        );
+        assert_eq!(
+            header.type_sources[0].raw_file_contents,
+            Header::TYPE_SOURCES[0].raw_file_contents
+        );
+        assert!(header.type_sources[0]
+            .raw_file_contents
+            .contains("\nstring frame_id\n"));
+
+        // A service type: its .srv text, and the parts rosidl derives from it as `implicit`.
+        let service = ask_with_sources(
+            &cache,
+            "example_interfaces/srv/AddTwoInts",
+            AddTwoInts::TYPE_HASH,
+        );
+        assert!(service.successful);
+        let own = &service.type_sources[0];
+        assert_eq!(
+            (own.type_name.as_str(), own.encoding.as_str()),
+            ("example_interfaces/srv/AddTwoInts", "srv")
+        );
+        assert!(own.raw_file_contents.contains("\n---\n"));
+        let request = service
+            .type_sources
+            .iter()
+            .find(|s| s.type_name == "example_interfaces/srv/AddTwoInts_Request")
+            .unwrap();
+        assert_eq!(
+            (
+                request.encoding.as_str(),
+                request.raw_file_contents.as_str()
+            ),
+            ("implicit", "")
+        );
+        assert_eq!(
+            service.type_sources.len(),
+            1 + service.type_description.referenced_type_descriptions.len()
+        );
+
+        // A type registered without sources (a hand-written implementation) has none.
+        let bare = TypeCache::default();
+        bare.register(Header::TYPE_HASH, Header::TYPE_DESCRIPTION, &[]);
+        let answer = ask_with_sources(&bare, "std_msgs/msg/Header", Header::TYPE_HASH);
+        assert!(answer.successful && answer.type_sources.is_empty());
     }
 }

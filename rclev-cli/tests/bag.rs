@@ -1,0 +1,322 @@
+//! `rclev bag record` and `rclev bag info` over DDS against rclpy publishers, and over Zenoh
+//! against rclev's own, each test in a network namespace of its own (built with
+//! `--features dds`; the Zenoh test with `zenoh` too). What the bags hold is checked by the
+//! Python oracles (`rosbags`, `mcap-ros2-support`: rclev-bag/tests/oracle.py).
+
+#![cfg(feature = "dds")]
+
+#[path = "../../rclev-dds/tests/common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{in_netns, Peer};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(90);
+
+fn rclev() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rclev"));
+    c.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    // Nothing installed: a type rclev does not compile in can only be learnt from its
+    // publisher's node.
+    c.env_remove("AMENT_PREFIX_PATH");
+    c
+}
+
+/// A bag directory in a fresh temporary directory (kept while `tmp` lives).
+fn bag_dir(tmp: &tempfile::TempDir, name: &str) -> PathBuf {
+    tmp.path().join(name)
+}
+
+/// A recorder started with `args`, its stdout read until it subscribed to every one of
+/// `topics`.
+struct Recorder {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Recorder {
+    fn start(mut c: Command, topics: &[&str]) -> Recorder {
+        let mut child = c.spawn().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in stdout.lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut r = Recorder { child, lines };
+        for t in topics {
+            r.wait_for(&format!("Subscribed to topic '{t}'"));
+        }
+        r
+    }
+
+    fn wait_for(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return l,
+                Ok(_) => {}
+                Err(_) => panic!("the recorder never printed '{needle}'"),
+            }
+        }
+    }
+
+    /// Ctrl-C, then its last line (the summary); panics unless it exits 0.
+    fn stop(mut self) -> String {
+        // SAFETY: kill(2) on a child we spawned and have not reaped yet.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let summary = self.wait_for("Recorded ");
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "the recorder exited with {status}");
+        summary
+    }
+}
+
+fn run(mut c: Command) -> String {
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{c:?} failed ({}):\n{text}",
+        out.status
+    );
+    text
+}
+
+/// Every message of the bag, as the oracles decode it: (via, topic, message) per line.
+fn oracle_read(bag: &Path) -> Vec<Value> {
+    let out = Command::new(common::python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../rclev-bag/tests/oracle.py"))
+        .arg("read")
+        .arg(bag)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "oracle.py read failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A recording of rclpy publishers — std_msgs/String, which rclev compiles in, and
+/// test_msgs/BasicTypes, which it learns from the publisher's `~/get_type_description`
+/// (nothing is installed) — holds every message, and rosbags and mcap-ros2-support read
+/// each one back equal to what was published.
+#[test]
+fn record_takes_every_message_of_rclpy_publishers() {
+    in_netns(
+        "record_takes_every_message_of_rclpy_publishers",
+        LIMIT,
+        || {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = bag_dir(&tmp, "from_rclpy");
+            let mut c = rclev();
+            c.args(["bag", "record", "-a", "-x", "rosout|parameter_events", "-o"])
+                .arg(&dir);
+            // The publishers come first, so that the recorder finds them (their types) as
+            // ros2 bag record would; they wait for it before publishing.
+            let chatter = Peer::start("rclpy_peer.py", &["talker", "chatter", "string", "50"]);
+            let basic = Peer::start("rclpy_peer.py", &["talker", "basic", "basic", "50"]);
+            let recorder = Recorder::start(c, &["/chatter", "/basic"]);
+            chatter.finish(LIMIT);
+            basic.finish(LIMIT);
+            let summary = recorder.stop();
+            assert!(
+                summary.contains("Recorded 100 messages on 2 topics"),
+                "{summary}"
+            );
+            assert!(summary.contains("lost: 0"), "{summary}");
+
+            let mut info = rclev();
+            info.args(["bag", "info"]).arg(&dir);
+            let info = run(info);
+            assert!(
+                info.contains(
+                    "Topic: /chatter | Type: std_msgs/msg/String | Count: 50 | Serialization \
+                     Format: cdr"
+                ),
+                "{info}"
+            );
+            assert!(
+                info.contains("Topic: /basic | Type: test_msgs/msg/BasicTypes | Count: 50"),
+                "{info}"
+            );
+            assert!(info.contains("\nMessages:          100\n"), "{info}");
+
+            let lines = oracle_read(&dir);
+            for via in ["rosbags", "mcap"] {
+                let of = |topic: &str| -> Vec<&Value> {
+                    lines
+                        .iter()
+                        .filter(|l| l["via"] == via && l["topic"] == topic)
+                        .map(|l| &l["msg"])
+                        .collect()
+                };
+                let (texts, basics) = (of("/chatter"), of("/basic"));
+                assert_eq!((texts.len(), basics.len()), (50, 50), "{via}");
+                for i in 0..50i64 {
+                    let n = i as usize;
+                    assert_eq!(texts[n]["data"], format!("hello from rclpy {i}"), "{via}");
+                    let b = basics[n];
+                    // rclpy_peer.py's basic(i).
+                    assert_eq!(b["bool_value"], i % 2 == 0, "{via} {b}");
+                    assert_eq!(b["int64_value"], -(1i64 << 40) * i, "{via} {b}");
+                    assert_eq!(b["uint64_value"], (1u64 << 40) * i as u64, "{via} {b}");
+                    assert_eq!(b["float64_value"], -1.25 * i as f64, "{via} {b}");
+                    assert_eq!(b["float32_value"], 0.5 * i as f64, "{via} {b}");
+                    assert_eq!(b["int16_value"], -300 * i, "{via} {b}");
+                    assert_eq!(b["uint32_value"], 70000 * i, "{via} {b}");
+                    assert_eq!(b["char_value"], 65 + i % 26, "{via} {b}");
+                }
+            }
+        },
+    );
+}
+
+/// A recorder killed mid-recording (SIGKILL: no chance to close the bag) leaves a bag
+/// `rclev bag info` still reads, up to the last complete chunk, saying it was not closed.
+#[test]
+fn a_killed_recorder_leaves_a_readable_bag() {
+    in_netns("a_killed_recorder_leaves_a_readable_bag", LIMIT, || {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = bag_dir(&tmp, "killed");
+        let talker = Peer::start("rclpy_peer.py", &["talker", "chatter", "string", "3000"]);
+        let mut c = rclev();
+        c.args(["bag", "record", "/chatter", "-o"]).arg(&dir);
+        let mut recorder = Recorder::start(c, &["/chatter"]);
+        // The recorder pushes a chunk to the file every second: once one is there, kill it.
+        let file = dir.join("killed_0.mcap");
+        let deadline = Instant::now() + LIMIT;
+        while std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0) < 1024 {
+            assert!(
+                Instant::now() < deadline,
+                "no chunk reached {}",
+                file.display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        recorder.child.kill().unwrap();
+        recorder.child.wait().unwrap();
+        drop(talker);
+        assert!(!dir.join("metadata.yaml").exists());
+
+        let mut info = rclev();
+        info.args(["bag", "info"]).arg(&dir);
+        let info = run(info);
+        assert!(info.contains("has no metadata.yaml"), "{info}");
+        assert!(info.contains("Incomplete: "), "{info}");
+        let count: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("Messages:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no message count in:\n{info}"));
+        assert!(count > 0, "{info}");
+        assert!(
+            info.contains(&format!(
+                "Topic: /chatter | Type: std_msgs/msg/String | Count: {count}"
+            )),
+            "{info}"
+        );
+    });
+}
+
+/// Bad options are refused before anything is recorded.
+#[test]
+fn record_refuses_bad_options() {
+    let tmp = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["bag", "record"],
+        vec!["bag", "record", "-e", "("],
+        vec!["bag", "record", "-a", "--storage-preset-profile", "lz9"],
+        vec!["bag", "record", "bad topic name"],
+    ] {
+        let out = rclev()
+            .args(&args)
+            .arg("-o")
+            .arg(tmp.path().join("never"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            !tmp.path().join("never").exists(),
+            "{args:?} created the bag"
+        );
+    }
+    let existing = tmp.path().join("existing");
+    std::fs::create_dir(&existing).unwrap();
+    let out = rclev()
+        .args(["bag", "record", "-a", "-o"])
+        .arg(&existing)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+}
+
+/// Over Zenoh (`RMW_IMPLEMENTATION=rmw_zenoh_cpp`, through `rclev zenoh router`), a recording
+/// of `rclev topic pub` holds every message.
+#[cfg(feature = "zenoh")]
+#[test]
+fn record_works_over_zenoh() {
+    in_netns("record_works_over_zenoh", LIMIT, || {
+        let zenoh = |mut c: Command| {
+            c.env("RMW_IMPLEMENTATION", "rmw_zenoh_cpp")
+                .env("ZENOH_ROUTER_CHECK_ATTEMPTS", "30");
+            c
+        };
+        let mut router = zenoh(rclev())
+            .args(["zenoh", "router"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = bag_dir(&tmp, "over_zenoh");
+        let mut publisher = zenoh(rclev());
+        publisher.args([
+            "topic",
+            "pub",
+            "/chatter",
+            "std_msgs/msg/String",
+            "{data: over zenoh}",
+            "--rate",
+            "20",
+            "--times",
+            "20",
+        ]);
+        let publisher = publisher.spawn().unwrap();
+        let mut c = zenoh(rclev());
+        c.args(["bag", "record", "/chatter", "-o"]).arg(&dir);
+        let recorder = Recorder::start(c, &["/chatter"]);
+        let out = publisher.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let summary = recorder.stop();
+        assert!(
+            summary.contains("Recorded 20 messages on 1 topics"),
+            "{summary}"
+        );
+        let lines = oracle_read(&dir);
+        let texts: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["via"] == "rosbags")
+            .map(|l| &l["msg"]["data"])
+            .collect();
+        assert_eq!(texts, vec!["over zenoh"; 20]);
+        let _ = router.kill();
+        let _ = router.wait();
+    });
+}

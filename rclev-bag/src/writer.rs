@@ -150,7 +150,12 @@ struct Counting<W> {
 impl<W: Write> Write for Counting<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.inner.write(buf)?;
-        self.position.fetch_add(n as u64, Ordering::Relaxed);
+        // A load and a store rather than `fetch_add`: only this thread writes the count, and
+        // an uncompressed chunk reaches the stream a record field at a time, so this runs
+        // several times per message; a locked read-modify-write each time made BagWriter
+        // 0.7× the mcap crate's throughput at 16 B (`rclev bench bag`).
+        let at = self.position.load(Ordering::Relaxed);
+        self.position.store(at + n as u64, Ordering::Relaxed);
         Ok(n)
     }
     fn flush(&mut self) -> std::io::Result<()> {

@@ -54,7 +54,7 @@
 
 mod ddsperf;
 mod many;
-mod procs;
+pub(crate) mod procs;
 mod rcl;
 mod roles;
 mod table;
@@ -653,7 +653,8 @@ fn steal_percent(a: (u64, u64), b: (u64, u64)) -> f64 {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median of `v` (NaN when empty).
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -702,7 +703,8 @@ fn medians(rows: &[Row], variants: &[Variant], sizes: &[usize]) -> Vec<Row> {
     out
 }
 
-fn size_label(size: usize) -> String {
+/// `16 B`, `64 KiB`, `1 MiB`.
+pub(crate) fn size_label(size: usize) -> String {
     if size >= 1 << 20 && size.is_multiple_of(1 << 20) {
         format!("{} MiB", size >> 20)
     } else if size >= 1024 && size.is_multiple_of(1024) {

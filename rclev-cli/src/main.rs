@@ -15,6 +15,8 @@ mod action_goal;
 #[cfg(feature = "dds")]
 mod bag;
 #[cfg(feature = "dds")]
+mod bench_bag;
+#[cfg(feature = "dds")]
 mod bench_dds;
 mod bench_pubsub;
 mod bench_timers;
@@ -101,6 +103,14 @@ enum Command {
     #[cfg(feature = "dds")]
     #[command(hide = true)]
     BenchDdsRole(bench_dds::RoleArgs),
+    /// The publisher of `bench bag` (record and play parts), which starts it.
+    #[cfg(feature = "dds")]
+    #[command(hide = true)]
+    BenchBagPublisher(bench_bag::PublisherArgs),
+    /// The timing subscriber of `bench bag` (play part), which starts it.
+    #[cfg(feature = "dds")]
+    #[command(hide = true)]
+    BenchBagSubscriber(bench_bag::SubscriberArgs),
     /// Zenoh for ROS 2 nodes on rmw_zenoh: router.
     #[cfg(feature = "zenoh")]
     #[command(subcommand)]
@@ -404,6 +414,38 @@ enum PubsubTransport {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Bags: rclev-bag's writer against the mcap crate writing the same bytes directly;
+    /// `rclev bag record` fed over DDS (loss, CPU per message and per MB beside the mcap
+    /// crate's for the same messages); `rclev bag play`'s deviation from the bag's schedule at
+    /// a subscriber, beside a clock_nanosleep publisher. The DDS parts run in a network
+    /// namespace of their own (so as root).
+    #[cfg(feature = "dds")]
+    Bag {
+        /// Parts to run, comma-separated: writer, record, play.
+        #[arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "writer,record,play"
+        )]
+        parts: Vec<bench_bag::Part>,
+        /// writer: the longest one run writes (it stops at 256 MiB or 2 000 000 messages
+        /// before); record: seconds of publishing per recording.
+        #[arg(long, default_value_t = 5.0)]
+        secs: f64,
+        /// play: the played bags' duration, seconds.
+        #[arg(long, default_value_t = 3.0)]
+        play_secs: f64,
+        /// writer: payload sizes in bytes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "16,1024,65536,1048576")]
+        sizes: Vec<usize>,
+        /// Runs of every case, interleaved; the tables show medians.
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+        /// Write the rows as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Sim-time timer fidelity: expected vs achieved fires at /clock scales 0.5, 1, 2, 10 and
     /// paused, with a wall timer running beside it.
     Simtime {
@@ -677,6 +719,26 @@ fn run() -> errors::Result {
         }) => action_goal::send_goal(&action, &type_name, &values, feedback),
         #[cfg(feature = "dds")]
         Command::BenchDdsRole(args) => bench_dds::role(args),
+        #[cfg(feature = "dds")]
+        Command::BenchBagPublisher(args) => bench_bag::publisher(args),
+        #[cfg(feature = "dds")]
+        Command::BenchBagSubscriber(args) => bench_bag::subscriber(args),
+        #[cfg(feature = "dds")]
+        Command::Bench(BenchCommand::Bag {
+            parts,
+            secs,
+            play_secs,
+            sizes,
+            repeat,
+            json,
+        }) => bench_bag::run(bench_bag::Options {
+            parts,
+            secs,
+            play_secs,
+            sizes,
+            repeat,
+            json: json.as_deref(),
+        }),
         Command::Bench(BenchCommand::Pubsub {
             transport: PubsubTransport::Inproc,
             messages,

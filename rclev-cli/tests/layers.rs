@@ -1,13 +1,13 @@
-//! The CLI's layering, checked as the library's is: every file (and the `bench_dds/` and
-//! `bench_timers/` folders, one layer each) imports only from its own layer or the ones
-//! before it, and no files import each other around a loop. The rules: `tools/layers`.
+//! The CLI's layering, checked as the library's is: every file (and the `bench_dds/`,
+//! `bench_timers/` and `bench_bag/` folders, one layer each) imports only from its own layer
+//! or the ones before it, and no files import each other around a loop. The rules: `tools/layers`.
 //!
 //! | layer | modules |
 //! | --- | --- |
 //! | 0 | leaves: `errors`, `clock`, `report`, `interrupt`, `bundled` (the vendored definitions), `wire` (the transport RMW_IMPLEMENTATION names), `graph`, `installed_types`, `demo` |
 //! | 1 | `type_names`, `lifecycle`, `param`, `zenoh_router`, the benchmarks (`bench_timers`, `bench_pubsub`, `bench_dds`, `simtime`) |
 //! | 2 | `interface`, `topic` |
-//! | 3 | `service_call`, `topic_stats` |
+//! | 3 | `service_call`, `topic_stats`, `bench_bag` (its publisher and subscriber are `topic`'s endpoints; its processes `bench_dds`'s) |
 //! | 4 | `action_goal` |
 //! | 5 | `main.rs` |
 
@@ -35,6 +35,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("topic.rs", 2),
     ("service_call.rs", 3),
     ("topic_stats.rs", 3),
+    ("bench_bag.rs", 3),
+    ("bench_bag/", 3),
     ("action_goal.rs", 4),
     ("main.rs", 5),
 ];

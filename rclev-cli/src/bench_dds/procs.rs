@@ -112,8 +112,14 @@ impl Proc {
     pub fn finish(mut self) -> Result {
         // A process that already went away has closed its stdin: its status says why.
         let _ = self.send(QUIT);
+        self.wait_exit(ANSWER_LIMIT)
+    }
+
+    /// Closes the process's stdin and waits at most `limit` for it to exit; an error if it
+    /// failed or is still running then (it is killed when dropped).
+    pub fn wait_exit(mut self, limit: Duration) -> Result {
         self.stdin = None;
-        let deadline = Instant::now() + ANSWER_LIMIT;
+        let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait()? {
                 return if status.success() {

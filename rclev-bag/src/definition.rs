@@ -20,7 +20,7 @@ pub const SCHEMA_ENCODING: &str = "ros2msg";
 const SEPARATOR: &str =
     "================================================================================";
 
-/// The `ros2msg` schema text of `info`'s type (see the [module docs](self)). Dependencies
+/// The `ros2msg` schema text of `info`'s type (its `.msg` text, then each dependency's after a separator line, as rosbag2 writes it). Dependencies
 /// come in rosbag2's order: depth first, each type's own in name order, each right before the
 /// types it refers to in turn.
 pub fn message_definition(info: &TypeInfo) -> String {

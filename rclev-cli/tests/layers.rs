@@ -1,5 +1,5 @@
 //! The CLI's layering, checked as the library's is: every file (and the `bench_dds/`,
-//! `bench_timers/` and `bench_bag/` folders, one layer each) imports only from its own layer
+//! `bench_timers/`, `bench_bag/` and `bag/` folders, one layer each) imports only from its own layer
 //! or the ones before it, and no files import each other around a loop. The rules: `tools/layers`.
 //!
 //! | layer | modules |
@@ -8,7 +8,7 @@
 //! | 1 | `type_names`, `lifecycle`, `param`, `zenoh_router`, the benchmarks (`bench_timers`, `bench_pubsub`, `bench_dds`, `simtime`) |
 //! | 2 | `interface`, `topic` |
 //! | 3 | `service_call`, `topic_stats`, `bench_bag` (its publisher and subscriber are `topic`'s endpoints; its processes `bench_dds`'s) |
-//! | 4 | `action_goal` |
+//! | 4 | `action_goal`, `bag/` (`bag record|play|info`: `topic`'s endpoints, `service_call`'s client for `get_type_description`, `installed_types`' schema parser) |
 //! | 5 | `main.rs` |
 
 const LAYERS: &[(&str, u8)] = &[
@@ -38,6 +38,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("bench_bag.rs", 3),
     ("bench_bag/", 3),
     ("action_goal.rs", 4),
+    ("bag/", 4),
     ("main.rs", 5),
 ];
 

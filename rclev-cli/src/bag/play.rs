@@ -375,6 +375,11 @@ pub(crate) fn play_with(
             options.start_paused,
         ),
         ticks: clock,
+        end: as_i64(
+            metadata
+                .starting_time
+                .saturating_add(u64::try_from(metadata.duration.as_nanos()).unwrap_or(u64::MAX)),
+        ),
         controls,
         step: false,
         announce: options.announce,
@@ -606,6 +611,9 @@ enum Wait {
 struct Player<'a> {
     clock: PlayClock,
     ticks: Option<ClockTicks>,
+    /// The bag's last log time: `/clock` never reads later (a tick that comes late on a busy
+    /// host, or while the publishers linger, would otherwise show a time the bag never had).
+    end: i64,
     controls: &'a mpsc::Receiver<Control>,
     /// A [`Control::PlayNext`] is pending.
     step: bool,
@@ -655,7 +663,7 @@ impl Player<'_> {
         if now < t.next {
             return Ok(());
         }
-        let bag = self.clock.now(now).max(0);
+        let bag = self.clock.now(now).clamp(0, self.end.max(0));
         let msg = rclev::interfaces::rosgraph_msgs::msg::Clock {
             clock: rclev::interfaces::builtin_interfaces::msg::Time {
                 sec: i32::try_from(bag / 1_000_000_000).unwrap_or(i32::MAX),

@@ -16,7 +16,11 @@ use std::time::{Duration, Instant};
 use common::{in_netns, Peer};
 use serde_json::Value;
 
-const LIMIT: Duration = Duration::from_secs(90);
+/// A test's whole run, in its namespace.
+const LIMIT: Duration = Duration::from_secs(150);
+/// One step inside it (a peer's end, a recorder's line): well below [`LIMIT`], so that a step
+/// that hangs fails with its own message rather than the namespace's time-out.
+const STEP: Duration = Duration::from_secs(60);
 
 fn rclev() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rclev"));
@@ -59,7 +63,7 @@ impl Recorder {
     }
 
     fn wait_for(&mut self, needle: &str) -> String {
-        let deadline = Instant::now() + LIMIT;
+        let deadline = Instant::now() + STEP;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
@@ -78,6 +82,14 @@ impl Recorder {
         let status = self.child.wait().unwrap();
         assert!(status.success(), "the recorder exited with {status}");
         summary
+    }
+}
+
+impl Drop for Recorder {
+    /// A test that fails midway leaves no recorder behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -132,8 +144,8 @@ fn record_takes_every_message_of_rclpy_publishers() {
             let chatter = Peer::start("rclpy_peer.py", &["talker", "chatter", "string", "50"]);
             let basic = Peer::start("rclpy_peer.py", &["talker", "basic", "basic", "50"]);
             let recorder = Recorder::start(c, &["/chatter", "/basic"]);
-            chatter.finish(LIMIT);
-            basic.finish(LIMIT);
+            chatter.finish(STEP);
+            basic.finish(STEP);
             let summary = recorder.stop();
             assert!(
                 summary.contains("Recorded 100 messages on 2 topics"),
@@ -200,7 +212,7 @@ fn a_killed_recorder_leaves_a_readable_bag() {
         let mut recorder = Recorder::start(c, &["/chatter"]);
         // The recorder pushes a chunk to the file every second: once one is there, kill it.
         let file = dir.join("killed_0.mcap");
-        let deadline = Instant::now() + LIMIT;
+        let deadline = Instant::now() + STEP;
         while std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0) < 1024 {
             assert!(
                 Instant::now() < deadline,

@@ -66,40 +66,62 @@ fn description(d: &Description) -> TypeDescription {
     }
 }
 
-/// The sources of a type described by `d`: its own, then each referenced type's, in the
-/// order of the description (as generated code has them), from the definitions in `set`.
-fn sources(set: &TypeSet, d: &Description) -> Result<&'static [TypeSource]> {
-    let names = std::iter::once(&d.type_description)
-        .chain(&d.referenced_type_descriptions)
-        .map(|i| i.type_name.as_str());
-    let mut out = Vec::new();
-    for name in names {
-        let m = set
-            .get(name)
-            .ok_or_else(|| format!("no definition of {name}, which the type references"))?;
-        out.push(TypeSource {
-            type_name: leak(name),
-            encoding: m.source_encoding(),
-            raw_file_contents: leak(m.source_text.as_deref().unwrap_or_default()),
-        });
+/// The [`TypeInfo`] of a type described by `d` with hash `hash`, whose sources are
+/// `(type name, encoding, text)`: its names, description and texts are leaked into
+/// `'static` — once per type a command uses, which is why a command that learns types from
+/// peers bounds how many it learns.
+pub(crate) fn leaked_type_info<'a>(
+    type_name: &str,
+    dds_type_name: &str,
+    hash: TypeHash,
+    d: &Description,
+    sources: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+) -> TypeInfo {
+    let sources: Vec<TypeSource> = sources
+        .into_iter()
+        .map(|(type_name, encoding, text)| TypeSource {
+            type_name: leak(type_name),
+            encoding: leak(encoding),
+            raw_file_contents: leak(text),
+        })
+        .collect();
+    TypeInfo {
+        type_name: leak(type_name),
+        dds_type_name: leak(dds_type_name),
+        hash,
+        description: description(d),
+        sources: Box::leak(sources.into_boxed_slice()),
     }
-    Ok(Box::leak(out.into_boxed_slice()))
 }
 
-/// The [`TypeInfo`] of message type `type_name` (`pkg/kind/Name`) of a resolved set.
+/// The [`TypeInfo`] of message type `type_name` (`pkg/kind/Name`) of a resolved set, with
+/// the sources of the type and of each type it references, in the order of its description
+/// (as generated code has them).
 fn type_info(set: &TypeSet, type_name: &str) -> Result<TypeInfo> {
     let message = set.get(type_name).ok_or_else(|| {
         format!("message type '{type_name}' is not one rclev knows or finds installed")
     })?;
     let name: &TypeName = &message.name;
     let d = set.descriptions.get(name).ok_or("no description")?;
-    Ok(TypeInfo {
-        type_name: leak(type_name),
-        dds_type_name: leak(&name.dds_name()),
-        hash: TypeHash(*set.hashes.get(name).ok_or("no hash")?),
-        description: description(d),
-        sources: sources(set, d)?,
-    })
+    let mut sources = Vec::new();
+    for described in std::iter::once(&d.type_description).chain(&d.referenced_type_descriptions) {
+        let name = described.type_name.as_str();
+        let m = set
+            .get(name)
+            .ok_or_else(|| format!("no definition of {name}, which the type references"))?;
+        sources.push((
+            name,
+            m.source_encoding(),
+            m.source_text.as_deref().unwrap_or_default(),
+        ));
+    }
+    Ok(leaked_type_info(
+        type_name,
+        &name.dds_name(),
+        TypeHash(*set.hashes.get(name).ok_or("no hash")?),
+        d,
+        sources,
+    ))
 }
 
 /// The packages a package's definitions refer to.

@@ -94,18 +94,18 @@ impl DynamicClient {
     /// The response to request `sequence`, if it has come; waits at most `wait` for it, and
     /// no longer once Ctrl-C was pressed (in a command that [handles it](crate::interrupt)).
     pub fn answer(&self, sequence: i64, wait: Duration) -> Result<Option<DynamicMessage>> {
-        self.answer_bytes(sequence, wait)?
+        self.answer_bytes(&[sequence], wait)?
             .map(|bytes| Ok(DynamicMessage::decode(&self.response.description, &bytes)?))
             .transpose()
     }
 
-    /// The response to request `sequence` as its CDR bytes, if it has come (see
-    /// [`answer`](Self::answer)).
-    pub fn answer_bytes(&self, sequence: i64, wait: Duration) -> Result<Option<Vec<u8>>> {
+    /// The response to any of requests `sequences` as its CDR bytes, if one has come (see
+    /// [`answer`](Self::answer)); responses to other requests are dropped.
+    pub fn answer_bytes(&self, sequences: &[i64], wait: Duration) -> Result<Option<Vec<u8>>> {
         let deadline = Instant::now() + wait;
         loop {
             while let Some((seq, answer)) = self.port.take_response() {
-                if seq != sequence {
+                if !sequences.contains(&seq) {
                     continue;
                 }
                 let Payload::Serialized(bytes) = answer? else {

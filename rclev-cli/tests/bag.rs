@@ -41,6 +41,8 @@ fn bag_dir(tmp: &tempfile::TempDir, name: &str) -> PathBuf {
 struct Recorder {
     child: Child,
     lines: std::sync::mpsc::Receiver<String>,
+    /// Every line read so far.
+    seen: Vec<String>,
 }
 
 impl Recorder {
@@ -55,9 +57,24 @@ impl Recorder {
                 }
             }
         });
-        let mut r = Recorder { child, lines };
-        for t in topics {
-            r.wait_for(&format!("Subscribed to topic '{t}'"));
+        let mut r = Recorder {
+            child,
+            lines,
+            seen: Vec::new(),
+        };
+        // In whatever order the recorder subscribes.
+        let mut waiting: Vec<String> = topics
+            .iter()
+            .map(|t| format!("Subscribed to topic '{t}'"))
+            .collect();
+        let deadline = Instant::now() + STEP;
+        while !waiting.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(l) = r.lines.recv_timeout(left) else {
+                panic!("the recorder never printed {waiting:?}");
+            };
+            waiting.retain(|w| !l.contains(w.as_str()));
+            r.seen.push(l);
         }
         r
     }
@@ -67,21 +84,40 @@ impl Recorder {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok(l) if l.contains(needle) => return l,
-                Ok(_) => {}
+                Ok(l) => {
+                    self.seen.push(l.clone());
+                    if l.contains(needle) {
+                        return l;
+                    }
+                }
                 Err(_) => panic!("the recorder never printed '{needle}'"),
             }
         }
     }
 
     /// Ctrl-C, then its last line (the summary); panics unless it exits 0.
-    fn stop(mut self) -> String {
+    fn stop(self) -> String {
+        self.stop_seen().0
+    }
+
+    /// [`stop`](Self::stop), with every line the recorder printed.
+    fn stop_seen(mut self) -> (String, Vec<String>) {
         // SAFETY: kill(2) on a child we spawned and have not reaped yet.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
         let summary = self.wait_for("Recorded ");
-        let status = self.child.wait().unwrap();
+        let deadline = Instant::now() + STEP;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the recorder did not exit after its summary"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
         assert!(status.success(), "the recorder exited with {status}");
-        summary
+        (summary, std::mem::take(&mut self.seen))
     }
 }
 
@@ -194,6 +230,68 @@ fn record_takes_every_message_of_rclpy_publishers() {
                     assert_eq!(b["uint32_value"], 70000 * i, "{via} {b}");
                     assert_eq!(b["char_value"], 65 + i % 26, "{via} {b}");
                 }
+            }
+        },
+    );
+}
+
+/// Forty topics of five types rclev does not know, from one rclpy node: each type is asked
+/// of the node and learnt once (a bounded pool of askers does it), and every topic is
+/// recorded whole.
+#[test]
+fn record_learns_each_type_once_for_many_topics() {
+    in_netns(
+        "record_learns_each_type_once_for_many_topics",
+        LIMIT,
+        || {
+            const TOPICS: usize = 40;
+            const EACH: usize = 5;
+            const KINDS: [&str; 5] = ["BasicTypes", "Builtins", "Defaults", "Nested", "Strings"];
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = bag_dir(&tmp, "many");
+            let mut c = rclev();
+            c.args(["bag", "record", "-e", "^/many_", "-o"]).arg(&dir);
+            let peer = Peer::start(
+                "rclpy_peer.py",
+                &["many_talkers", &TOPICS.to_string(), &EACH.to_string()],
+            );
+            let topics: Vec<String> = (0..TOPICS).map(|i| format!("/many_{i}")).collect();
+            let recorder =
+                Recorder::start(c, &topics.iter().map(String::as_str).collect::<Vec<_>>());
+            peer.finish(STEP);
+            let (summary, seen) = recorder.stop_seen();
+            assert!(
+                summary.contains(&format!(
+                    "Recorded {} messages on {TOPICS} topics",
+                    TOPICS * EACH
+                )),
+                "{summary}"
+            );
+            assert!(summary.contains("lost: 0"), "{summary}");
+            for kind in KINDS {
+                let learnt = seen
+                    .iter()
+                    .filter(|l| l.starts_with(&format!("Learnt type test_msgs/msg/{kind} from ")))
+                    .count();
+                assert_eq!(
+                    learnt,
+                    1,
+                    "{kind} learnt {learnt} times:\n{}",
+                    seen.join("\n")
+                );
+            }
+
+            let mut info = rclev();
+            info.args(["bag", "info"]).arg(&dir);
+            let info = run(info);
+            for (i, topic) in topics.iter().enumerate() {
+                let kind = KINDS[i % KINDS.len()];
+                assert!(
+                    info.contains(&format!(
+                        "Topic: {topic} | Type: test_msgs/msg/{kind} | Count: {EACH} |"
+                    )),
+                    "{info}"
+                );
             }
         },
     );

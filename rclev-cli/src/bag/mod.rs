@@ -11,6 +11,7 @@ use crate::errors::Result;
 
 mod info;
 mod keys;
+mod learn;
 mod play;
 mod record;
 mod types;

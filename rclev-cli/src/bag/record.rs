@@ -5,8 +5,9 @@
 //! One thread does it all: readiness of any subscription queues its index on a channel (once
 //! until drained), the loop drains that subscription into the bag, and looks at the graph for
 //! new topics every polling interval. Types rclev does not know are asked of a publisher's
-//! node on a thread of their own ([`types::ask`]), so that a slow or silent node never stalls
-//! the recording of the other topics.
+//! node by a bounded pool of askers ([`Learner`]), so that a slow or silent node never stalls
+//! the recording of the other topics, and a peer announcing thousands of types cannot make
+//! the recorder spawn or keep without bound.
 //!
 //! Loss is counted against the publishers' sequence numbers (the message info of each
 //! sample): a gap between two samples of one publisher is messages that never reached the
@@ -27,6 +28,7 @@ use rclev::transport::{
 use rclev::QoSProfile;
 use rclev_bag::{BagTopic, BagWriter, TopicId, WriterOptions};
 
+use super::learn::{self, Learner, Outcome};
 use super::{types, RecordArgs};
 use crate::errors::Result;
 use crate::topic::{absolute, cli_node, type_support};
@@ -147,13 +149,6 @@ struct Recorded {
     queued: Arc<AtomicBool>,
 }
 
-/// A type being asked of a publisher's node.
-struct Resolved {
-    topic: String,
-    type_name: String,
-    info: Result<TypeInfo>,
-}
-
 /// How often what was recorded is pushed to the file as a complete chunk, so that a crash
 /// loses at most this much (or one chunk, whichever is less) — at the cost of smaller chunks
 /// at low rates.
@@ -194,6 +189,8 @@ fn libc_now() -> libc::tm {
 }
 
 struct Recorder {
+    /// First, so that it is dropped first: its askers hold `node`, and are waited for.
+    learner: Learner,
     transport: CliTransport,
     node: Arc<dyn NodePort>,
     bag: BagWriter,
@@ -204,8 +201,8 @@ struct Recorder {
     failed: HashMap<String, Instant>,
     ready_tx: mpsc::Sender<usize>,
     ready_rx: mpsc::Receiver<usize>,
-    resolved_tx: mpsc::Sender<Resolved>,
-    resolved_rx: mpsc::Receiver<Resolved>,
+    /// Some topic waits for room in the learner's queue: look at the graph again.
+    deferred: bool,
     /// The last sequence number of each publisher, per subscription.
     last_sequence: HashMap<(usize, Gid), u64>,
     lost: u64,
@@ -219,6 +216,7 @@ impl Recorder {
         let graph = self.transport.graph();
         let now = Instant::now();
         self.failed.retain(|_, retry| *retry > now);
+        self.deferred = false;
         for (topic, _) in graph.topic_names_and_types() {
             if self.known.contains(&topic)
                 || self.failed.contains_key(&topic)
@@ -237,45 +235,30 @@ impl Recorder {
                      recording {type_name}"
                 );
             }
-            self.known.insert(topic.clone());
-            match types::local(&type_name) {
-                Some(info) => self.subscribe(&topic, info, &publishers)?,
-                None => self.ask_publishers(topic, type_name, publishers),
+            let info =
+                types::local(&type_name).or_else(|| self.learner.known(&type_name, &publishers));
+            match info {
+                Some(info) => {
+                    self.known.insert(topic.clone());
+                    self.subscribe(&topic, info, &publishers)?
+                }
+                // No node to ask yet: looked at again at the next look, not in RETRY.
+                None if !publishers
+                    .iter()
+                    .any(|p| p.type_name == type_name && learn::node_known(p)) =>
+                {
+                    self.deferred = true;
+                }
+                None => {
+                    if self.learner.ask(topic.clone(), type_name, publishers) {
+                        self.known.insert(topic);
+                    } else {
+                        self.deferred = true;
+                    }
+                }
             }
         }
         Ok(())
-    }
-
-    /// Learns `type_name` from the publishers' nodes, on a thread of its own.
-    fn ask_publishers(&self, topic: String, type_name: String, publishers: Vec<EndpointInfo>) {
-        let node = self.node.clone();
-        let tx = self.resolved_tx.clone();
-        std::thread::spawn(move || {
-            let mut reasons = Vec::new();
-            for p in publishers.iter().filter(|p| p.type_name == type_name) {
-                if p.node.name.is_empty() || p.node.name == "_NODE_NAME_UNKNOWN_" {
-                    reasons.push("a publisher's node is not known yet".to_string());
-                    continue;
-                }
-                let fqn = p.node.fully_qualified();
-                match types::ask(&node, &fqn, &type_name, p.type_hash) {
-                    Ok(info) => {
-                        let _ = tx.send(Resolved {
-                            topic,
-                            type_name,
-                            info: Ok(info),
-                        });
-                        return;
-                    }
-                    Err(e) => reasons.push(format!("{fqn}: {e}")),
-                }
-            }
-            let _ = tx.send(Resolved {
-                topic,
-                type_name,
-                info: Err(reasons.join("; ").into()),
-            });
-        });
     }
 
     fn subscribe(&mut self, topic: &str, info: TypeInfo, publishers: &[EndpointInfo]) -> Result {
@@ -305,23 +288,35 @@ impl Recorder {
         self.drain(index)
     }
 
-    fn on_resolved(&mut self, r: Resolved) -> Result {
-        match r.info {
-            Ok(info) => {
+    /// Subscribes to `topic` if its type was learnt; else says why not.
+    fn on_learnt(&mut self, topic: String, type_name: String, outcome: Outcome) -> Result {
+        match outcome {
+            Outcome::Learnt { info, from } => {
+                if let Some(node) = from {
+                    println!("Learnt type {type_name} from {node}");
+                }
                 let publishers = self
                     .transport
                     .graph()
-                    .endpoints_of(&r.topic, EndpointKind::Publisher);
-                self.subscribe(&r.topic, info, &publishers)
+                    .endpoints_of(&topic, EndpointKind::Publisher);
+                self.subscribe(&topic, info, &publishers)
             }
-            Err(e) => {
+            Outcome::Failed(e) => {
                 eprintln!(
-                    "rclev: warning: not recording {}: its type {} is neither known nor \
-                     installed, and no publisher described it ({e}); trying again in {RETRY:?}",
-                    r.topic, r.type_name
+                    "rclev: warning: not recording {topic}: its type {type_name} is neither \
+                     known nor installed, and no publisher described it ({e}); trying again \
+                     in {RETRY:?}"
                 );
-                self.known.remove(&r.topic);
-                self.failed.insert(r.topic, Instant::now() + RETRY);
+                self.known.remove(&topic);
+                self.failed.insert(topic, Instant::now() + RETRY);
+                Ok(())
+            }
+            Outcome::OverLimit(e) => {
+                // Left in `known`: never asked again.
+                eprintln!(
+                    "rclev: warning: not recording {topic}: its type {type_name} is neither \
+                     known nor installed, and {e}"
+                );
                 Ok(())
             }
         }
@@ -405,7 +400,7 @@ pub fn record(args: RecordArgs) -> Result {
     let node = cli_node(&transport, "bag_record")?;
     let bag = BagWriter::create(&dir, options)?;
     let (ready_tx, ready_rx) = mpsc::channel();
-    let (resolved_tx, resolved_rx) = mpsc::channel();
+    let learner = Learner::new(&node);
     let mut r = Recorder {
         transport,
         node,
@@ -416,8 +411,8 @@ pub fn record(args: RecordArgs) -> Result {
         failed: HashMap::new(),
         ready_tx,
         ready_rx,
-        resolved_tx,
-        resolved_rx,
+        learner,
+        deferred: false,
         last_sequence: HashMap::new(),
         lost: 0,
         messages: 0,
@@ -437,6 +432,7 @@ pub fn record(args: RecordArgs) -> Result {
                 // retry.
                 if changes.has_changed().unwrap_or(false)
                     || !r.failed.is_empty()
+                    || r.deferred
                     || r.known.is_empty()
                 {
                     changes.borrow_and_update();
@@ -451,8 +447,8 @@ pub fn record(args: RecordArgs) -> Result {
                 }
                 next_flush = now + FLUSH_EVERY;
             }
-            while let Ok(resolved) = r.resolved_rx.try_recv() {
-                r.on_resolved(resolved)?;
+            while let Some((topic, type_name, outcome)) = r.learner.next_answer() {
+                r.on_learnt(topic, type_name, outcome)?;
             }
             let wait = next_look
                 .min(next_flush)

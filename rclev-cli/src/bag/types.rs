@@ -4,20 +4,20 @@
 //! built with — which `ros2 bag record` cannot do.
 //!
 //! A node's answer is hostile until checked: its description must hash to the type hash its
-//! publisher announced (else it is refused), and the names it holds are leaked into `'static`
-//! [`TypeInfo`]s once per type (a recording has a bounded set of types).
+//! publisher announced (else it is refused). A checked answer stays owned ([`Learnt`]) until
+//! the recorder, which bounds how many types it learns, leaks it into a `'static`
+//! [`TypeInfo`].
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rclev::interfaces::type_description_interfaces::{msg as td, srv};
-use rclev::msg::{
-    FieldDescription, IndividualTypeDescription, TypeDescription, TypeHash, TypeInfo, TypeSource,
-};
+use rclev::msg::{TypeHash, TypeInfo};
 use rclev::transport::NodePort;
-use sha2::{Digest, Sha256};
+use rclev_codegen::describe::{rihs01, Description, FieldDescription, IndividualDescription};
 
 use crate::errors::Result;
+use crate::installed_types;
 use crate::service_call::DynamicClient;
 
 /// The type `type_name` if rclev compiles it in or finds it installed.
@@ -28,29 +28,25 @@ pub(crate) fn local(type_name: &str) -> Option<TypeInfo> {
     {
         return Some(*info);
     }
-    crate::installed_types::lookup(type_name).ok()
+    installed_types::lookup(type_name).ok()
 }
 
-fn leak(s: &str) -> &'static str {
-    Box::leak(s.to_string().into_boxed_str())
-}
-
-fn individual(d: &td::IndividualTypeDescription) -> IndividualTypeDescription {
-    let fields: Vec<FieldDescription> = d
-        .fields
-        .iter()
-        .map(|f| FieldDescription {
-            name: leak(&f.name),
-            type_id: f.r#type.type_id,
-            capacity: f.r#type.capacity,
-            string_capacity: f.r#type.string_capacity,
-            nested_type_name: leak(&f.r#type.nested_type_name),
-            default_value: leak(&f.default_value),
-        })
-        .collect();
-    IndividualTypeDescription {
-        type_name: leak(&d.type_name),
-        fields: Box::leak(fields.into_boxed_slice()),
+/// A described type as rclev-codegen's describer holds it, whose RIHS01 hash it computes.
+fn individual(d: &td::IndividualTypeDescription) -> IndividualDescription {
+    IndividualDescription {
+        type_name: d.type_name.clone(),
+        fields: d
+            .fields
+            .iter()
+            .map(|f| FieldDescription {
+                name: f.name.clone(),
+                type_id: f.r#type.type_id,
+                capacity: f.r#type.capacity,
+                string_capacity: f.r#type.string_capacity,
+                nested_type_name: f.r#type.nested_type_name.clone(),
+                default_value: f.default_value.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -64,16 +60,78 @@ fn dds_type_name(type_name: &str) -> Result<String> {
     }
 }
 
-/// The [`TypeInfo`] of a `get_type_description` answer for `type_name`, checked against the
-/// hash `expected` its publisher announced.
+/// A type a node described, checked: its description hashes to the hash its publisher
+/// announced. Owned until [`Learnt::leak`], so that the recorder decides (and bounds) which
+/// descriptions become `'static`.
+#[derive(Debug)]
+pub(crate) struct Learnt {
+    type_name: String,
+    hash: TypeHash,
+    description: Description,
+    /// `(type name, encoding, text)` of the type and each type it references.
+    sources: Vec<(String, String, String)>,
+}
+
+impl Learnt {
+    /// The type's RIHS01 hash.
+    pub(crate) fn hash(&self) -> TypeHash {
+        self.hash
+    }
+
+    /// The bytes of text it holds: what leaking it costs, give or take the slices.
+    pub(crate) fn size(&self) -> usize {
+        let individual = |d: &IndividualDescription| {
+            d.type_name.len()
+                + d.fields
+                    .iter()
+                    .map(|f| {
+                        std::mem::size_of::<FieldDescription>()
+                            + f.name.len()
+                            + f.nested_type_name.len()
+                            + f.default_value.len()
+                    })
+                    .sum::<usize>()
+        };
+        self.type_name.len()
+            + individual(&self.description.type_description)
+            + self
+                .description
+                .referenced_type_descriptions
+                .iter()
+                .map(individual)
+                .sum::<usize>()
+            + self
+                .sources
+                .iter()
+                .map(|(n, e, t)| n.len() + e.len() + t.len())
+                .sum::<usize>()
+    }
+
+    /// The type as rclev uses it, leaked into `'static`.
+    pub(crate) fn leak(&self) -> Result<TypeInfo> {
+        Ok(installed_types::leaked_type_info(
+            &self.type_name,
+            &dds_type_name(&self.type_name)?,
+            self.hash,
+            &self.description,
+            self.sources
+                .iter()
+                .map(|(n, e, t)| (n.as_str(), e.as_str(), t.as_str())),
+        ))
+    }
+}
+
+/// The type of a `get_type_description` answer for `type_name`, checked against the hash
+/// `expected` its publisher announced.
 pub(crate) fn from_answer(
     type_name: &str,
     expected: TypeHash,
-    answer: &srv::GetTypeDescription_Response,
-) -> Result<TypeInfo> {
+    answer: srv::GetTypeDescription_Response,
+) -> Result<Learnt> {
     if !answer.successful {
         return Err(format!("the node refused: {}", answer.failure_reason).into());
     }
+    dds_type_name(type_name)?;
     let d = &answer.type_description;
     if d.type_description.type_name != type_name {
         return Err(format!(
@@ -82,42 +140,43 @@ pub(crate) fn from_answer(
         )
         .into());
     }
-    let referenced: Vec<IndividualTypeDescription> = d
-        .referenced_type_descriptions
-        .iter()
-        .map(individual)
-        .collect();
-    let description = TypeDescription {
+    let description = Description {
         type_description: individual(&d.type_description),
-        referenced_type_descriptions: Box::leak(referenced.into_boxed_slice()),
+        referenced_type_descriptions: d
+            .referenced_type_descriptions
+            .iter()
+            .map(individual)
+            .collect(),
     };
-    let hash = TypeHash(Sha256::digest(description.hash_input().as_bytes()).into());
+    let hash = TypeHash(rihs01(&description));
     if hash != expected {
         return Err(
             format!("its description hashes to {hash}, not to the announced {expected}").into(),
         );
     }
-    let sources: Vec<TypeSource> = answer
+    let sources = answer
         .type_sources
-        .iter()
-        .map(|s| TypeSource {
-            type_name: leak(&s.type_name),
-            encoding: leak(&s.encoding),
+        .into_iter()
+        .map(|mut s| {
             // rosidl hands rcl the text with its last line break cut and a NUL in its place.
-            raw_file_contents: leak(s.raw_file_contents.trim_end_matches('\0')),
+            let text = s.raw_file_contents.trim_end_matches('\0').len();
+            s.raw_file_contents.truncate(text);
+            (s.type_name, s.encoding, s.raw_file_contents)
         })
         .collect();
-    Ok(TypeInfo {
-        type_name: leak(type_name),
-        dds_type_name: leak(&dds_type_name(type_name)?),
+    Ok(Learnt {
+        type_name: type_name.to_string(),
         hash,
         description,
-        sources: Box::leak(sources.into_boxed_slice()),
+        sources,
     })
 }
 
-/// How long one node gets to answer.
-const ASK_WAIT: Duration = Duration::from_secs(5);
+/// How long one node gets to be ready, and then to answer.
+pub(crate) const ASK_WAIT: Duration = Duration::from_secs(5);
+
+/// When a request not answered is first sent again.
+const RESEND_FIRST: Duration = Duration::from_millis(250);
 
 /// Asks node `node_fqn` (`/ns/name`) for type `type_name` with hash `hash`.
 pub(crate) fn ask(
@@ -125,7 +184,7 @@ pub(crate) fn ask(
     node_fqn: &str,
     type_name: &str,
     hash: TypeHash,
-) -> Result<TypeInfo> {
+) -> Result<Learnt> {
     let service = format!("{}/get_type_description", node_fqn.trim_end_matches('/'));
     let client = DynamicClient::new(
         node,
@@ -140,12 +199,66 @@ pub(crate) fn ask(
         type_hash: hash.to_string(),
         include_type_sources: true,
     };
-    let sequence = client.send_bytes(rclev::msg::to_cdr(&request)?)?;
-    let bytes = client
-        .answer_bytes(sequence, ASK_WAIT)?
-        .ok_or_else(|| format!("no answer from {service} within {ASK_WAIT:?}"))?;
+    // A server answers only a client whose response reader it has matched already; that
+    // match can trail the request's on a busy host (rmw_fastrtps drops the response after
+    // 100 ms), so the request is sent again, at growing intervals, until one is answered.
+    let request = rclev::msg::to_cdr(&request)?;
+    let deadline = Instant::now() + ASK_WAIT;
+    let mut sent = Vec::new();
+    let mut resend_after = RESEND_FIRST;
+    let bytes = loop {
+        sent.push(client.send_bytes(request.clone())?);
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Some(bytes) = client.answer_bytes(&sent, resend_after.min(left))? {
+            break bytes;
+        }
+        if left <= resend_after || crate::interrupt::interrupted() {
+            return Err(format!(
+                "no answer from {service} within {ASK_WAIT:?} ({} requests)",
+                sent.len()
+            )
+            .into());
+        }
+        resend_after *= 2;
+    };
     let answer: srv::GetTypeDescription_Response = rclev::msg::from_cdr(&bytes)?;
-    from_answer(type_name, hash, &answer)
+    from_answer(type_name, hash, answer)
+}
+
+/// A node's answer describing `d`, as rcl would send it.
+#[cfg(test)]
+pub(crate) fn answer_describing(
+    d: &rclev::msg::TypeDescription,
+) -> srv::GetTypeDescription_Response {
+    let individual = |i: &rclev::msg::IndividualTypeDescription| td::IndividualTypeDescription {
+        type_name: i.type_name.into(),
+        fields: i
+            .fields
+            .iter()
+            .map(|f| td::Field {
+                name: f.name.into(),
+                r#type: td::FieldType {
+                    type_id: f.type_id,
+                    capacity: f.capacity,
+                    string_capacity: f.string_capacity,
+                    nested_type_name: f.nested_type_name.into(),
+                },
+                default_value: f.default_value.into(),
+            })
+            .collect(),
+    };
+    srv::GetTypeDescription_Response {
+        successful: true,
+        type_description: td::TypeDescription {
+            type_description: individual(&d.type_description),
+            referenced_type_descriptions: d
+                .referenced_type_descriptions
+                .iter()
+                .map(individual)
+                .collect(),
+        },
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]
@@ -155,46 +268,19 @@ mod tests {
     use rclev::msg::Message;
 
     fn answer_for_image() -> srv::GetTypeDescription_Response {
-        let d = Image::TYPE_DESCRIPTION;
-        let individual = |i: &IndividualTypeDescription| td::IndividualTypeDescription {
-            type_name: i.type_name.into(),
-            fields: i
-                .fields
-                .iter()
-                .map(|f| td::Field {
-                    name: f.name.into(),
-                    r#type: td::FieldType {
-                        type_id: f.type_id,
-                        capacity: f.capacity,
-                        string_capacity: f.string_capacity,
-                        nested_type_name: f.nested_type_name.into(),
-                    },
-                    default_value: f.default_value.into(),
-                })
-                .collect(),
-        };
-        srv::GetTypeDescription_Response {
-            successful: true,
-            type_description: td::TypeDescription {
-                type_description: individual(&d.type_description),
-                referenced_type_descriptions: d
-                    .referenced_type_descriptions
-                    .iter()
-                    .map(individual)
-                    .collect(),
-            },
-            ..Default::default()
-        }
+        answer_describing(&Image::TYPE_DESCRIPTION)
     }
 
     #[test]
     fn an_answer_that_hashes_right_is_the_type() {
-        let info = from_answer(
+        let learnt = from_answer(
             "sensor_msgs/msg/Image",
             Image::TYPE_HASH,
-            &answer_for_image(),
+            answer_for_image(),
         )
         .unwrap();
+        assert!(learnt.size() > 0);
+        let info = learnt.leak().unwrap();
         assert_eq!(info.hash, Image::TYPE_HASH);
         assert_eq!(info.dds_type_name, Image::DDS_TYPE_NAME);
         assert_eq!(info.description, Image::TYPE_DESCRIPTION);
@@ -204,11 +290,11 @@ mod tests {
     fn a_wrong_or_lying_answer_is_refused() {
         let mut lying = answer_for_image();
         lying.type_description.type_description.fields[0].name = "other".into();
-        assert!(from_answer("sensor_msgs/msg/Image", Image::TYPE_HASH, &lying).is_err());
+        assert!(from_answer("sensor_msgs/msg/Image", Image::TYPE_HASH, lying).is_err());
         assert!(from_answer(
             "sensor_msgs/msg/Other",
             Image::TYPE_HASH,
-            &answer_for_image()
+            answer_for_image()
         )
         .is_err());
         let refused = srv::GetTypeDescription_Response {
@@ -216,7 +302,7 @@ mod tests {
             failure_reason: "Type not currently in use by this node".into(),
             ..Default::default()
         };
-        let e = from_answer("sensor_msgs/msg/Image", Image::TYPE_HASH, &refused).unwrap_err();
+        let e = from_answer("sensor_msgs/msg/Image", Image::TYPE_HASH, refused).unwrap_err();
         assert!(e.to_string().contains("not currently in use"), "{e}");
     }
 }

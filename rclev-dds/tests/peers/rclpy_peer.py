@@ -83,6 +83,31 @@ def talker(node, topic, kind, count, qos_spec="10", wait_for_sub="1"):
     return 0
 
 
+MANY_KINDS = ("BasicTypes", "Builtins", "Defaults", "Nested", "Strings")
+
+
+def many_talkers(node, n, count):
+    """Publishes `count` default messages on each of topics many_0 … many_{n-1}, whose types
+    cycle through five of test_msgs' (so a recorder learns each type once for many topics)."""
+    import test_msgs.msg
+
+    kinds = [getattr(test_msgs.msg, k) for k in MANY_KINDS]
+    pubs = [
+        (node.create_publisher(kinds[i % len(kinds)], f"many_{i}", QoSProfile(depth=int(count))), kinds[i % len(kinds)])
+        for i in range(int(n))
+    ]
+    if not spin_until(node, lambda: all(p.get_subscription_count() > 0 for p, _ in pubs)):
+        print(f"many_talkers: subscribed {sum(p.get_subscription_count() > 0 for p, _ in pubs)} of {n}")
+        return 1
+    for _ in range(int(count)):
+        for p, kind in pubs:
+            p.publish(kind())
+        time.sleep(0.02)
+    spin_until(node, lambda: False, 2.0)
+    print(f"many_talkers: published {count} on each of {n}")
+    return 0
+
+
 def listener(node, topic, kind, count, qos_spec="10"):
     got = []
     node.create_subscription(msg_type(kind), topic, got.append, qos(qos_spec))

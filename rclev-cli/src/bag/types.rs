@@ -230,33 +230,9 @@ pub(crate) fn ask(
 pub(crate) fn answer_describing(
     d: &rclev::msg::TypeDescription,
 ) -> srv::GetTypeDescription_Response {
-    let individual = |i: &rclev::msg::IndividualTypeDescription| td::IndividualTypeDescription {
-        type_name: i.type_name.into(),
-        fields: i
-            .fields
-            .iter()
-            .map(|f| td::Field {
-                name: f.name.into(),
-                r#type: td::FieldType {
-                    type_id: f.type_id,
-                    capacity: f.capacity,
-                    string_capacity: f.string_capacity,
-                    nested_type_name: f.nested_type_name.into(),
-                },
-                default_value: f.default_value.into(),
-            })
-            .collect(),
-    };
     srv::GetTypeDescription_Response {
         successful: true,
-        type_description: td::TypeDescription {
-            type_description: individual(&d.type_description),
-            referenced_type_descriptions: d
-                .referenced_type_descriptions
-                .iter()
-                .map(individual)
-                .collect(),
-        },
+        type_description: d.into(),
         ..Default::default()
     }
 }

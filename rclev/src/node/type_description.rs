@@ -42,15 +42,18 @@ fn individual(d: &IndividualTypeDescription) -> td::IndividualTypeDescription {
     }
 }
 
-/// A description as the `type_description_interfaces/msg/TypeDescription` message.
-pub(crate) fn to_msg(d: &TypeDescription) -> td::TypeDescription {
-    td::TypeDescription {
-        type_description: individual(&d.type_description),
-        referenced_type_descriptions: d
-            .referenced_type_descriptions
-            .iter()
-            .map(individual)
-            .collect(),
+/// A description as the `type_description_interfaces/msg/TypeDescription` message, which
+/// `~/get_type_description` answers with.
+impl From<&TypeDescription> for td::TypeDescription {
+    fn from(d: &TypeDescription) -> Self {
+        td::TypeDescription {
+            type_description: individual(&d.type_description),
+            referenced_type_descriptions: d
+                .referenced_type_descriptions
+                .iter()
+                .map(individual)
+                .collect(),
+        }
     }
 }
 
@@ -89,7 +92,7 @@ fn answer(
     }
     srv::GetTypeDescription_Response {
         successful: true,
-        type_description: to_msg(&cached.description),
+        type_description: (&cached.description).into(),
         // Copied only when asked for: they are the bulk of an answer.
         type_sources: if request.include_type_sources {
             sources_to_msg(cached.sources)

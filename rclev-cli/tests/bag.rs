@@ -297,6 +297,46 @@ fn record_learns_each_type_once_for_many_topics() {
     );
 }
 
+/// Topics whose types no node will describe (their node offers no
+/// `~/get_type_description`) are not recorded, and do not hold up the others: a known topic
+/// beside them is recorded whole, and Ctrl-C ends the recording at once, whatever asks are
+/// queued or under way.
+#[test]
+fn topics_whose_types_cannot_be_learnt_hold_up_nothing() {
+    in_netns(
+        "topics_whose_types_cannot_be_learnt_hold_up_nothing",
+        LIMIT,
+        || {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = bag_dir(&tmp, "silent");
+            // More topics than the recorder has askers.
+            let silent = Peer::start("rclpy_peer.py", &["silent_talkers", "12", "40"]);
+            let chatter = Peer::start("rclpy_peer.py", &["talker", "chatter", "string", "50"]);
+            let mut c = rclev();
+            c.args(["bag", "record", "-e", "^/(silent_|chatter$)", "-o"])
+                .arg(&dir);
+            let recorder = Recorder::start(c, &["/chatter"]);
+            chatter.finish(STEP);
+            let (summary, seen) = recorder.stop_seen();
+            assert!(
+                summary.contains("Recorded 50 messages on 1 topics"),
+                "{summary}"
+            );
+            assert!(
+                !seen.iter().any(|l| l.contains("/silent_")),
+                "{}",
+                seen.join("\n")
+            );
+            drop(silent);
+            let mut info = rclev();
+            info.args(["bag", "info"]).arg(&dir);
+            let info = run(info);
+            assert!(info.contains("Topic: /chatter |"), "{info}");
+            assert!(!info.contains("/silent_"), "{info}");
+        },
+    );
+}
+
 /// A recorder killed mid-recording (SIGKILL: no chance to close the bag) leaves a bag
 /// `rclev bag info` still reads, up to the last complete chunk, saying it was not closed.
 #[test]

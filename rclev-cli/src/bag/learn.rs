@@ -5,9 +5,11 @@
 //! description, a recording leaks into `'static` [`TypeInfo`]s.
 //!
 //! Threads: the recorder's loop calls every method; the askers only take jobs from `jobs` and
-//! send what they learnt on `answers`. Nothing else is shared.
+//! send what they learnt on `answers`. Nothing else is shared but `stop` (a plain flag:
+//! Relaxed, as nothing is published through it; the queue's closing is what ends them).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
 use rclev::msg::{TypeHash, TypeInfo};
@@ -20,14 +22,19 @@ use crate::errors::Result;
 /// [`types::ASK_WAIT`]; a few askers keep one silent node from delaying the other types.
 const ASKERS: usize = 4;
 
+/// How many of a topic's publishers' nodes are asked, one after the other, before the topic
+/// waits for its retry: a topic with many silent publishers holds an asker for at most this
+/// many asks.
+const NODES_PER_ASK: usize = 3;
+
 /// How many topics may wait for an asker; a topic beyond it is asked at a later look.
 const PENDING: usize = 64;
 
 /// At most this many types are learnt per recording: a system has tens to hundreds.
 pub(crate) const MAX_TYPES: usize = 1024;
 
-/// At most this many bytes of learnt names and texts (the largest official description,
-/// sensor_msgs/PointCloud2's with sources, is under 10 KiB).
+/// At most this many bytes of learnt names and texts (a type's description and sources are
+/// a few KiB).
 pub(crate) const MAX_BYTES: usize = 16 << 20;
 
 /// A topic whose type must be asked of its publishers' nodes.
@@ -67,6 +74,8 @@ pub(crate) struct Learner {
     jobs: Option<mpsc::SyncSender<Ask>>,
     answers: mpsc::Receiver<Answer>,
     askers: Vec<std::thread::JoinHandle<()>>,
+    /// Set when dropping: the askers skip what is left in the queue.
+    stop: Arc<AtomicBool>,
     kept: Kept,
 }
 
@@ -86,8 +95,10 @@ impl Learner {
         let (answer_tx, answers) = mpsc::channel();
         let queue = Arc::new(Mutex::new(queue));
         let mut askers = Vec::with_capacity(ASKERS);
+        let stop = Arc::new(AtomicBool::new(false));
         for _ in 0..ASKERS {
             let (node, queue, answer_tx) = (node.clone(), queue.clone(), answer_tx.clone());
+            let stop = stop.clone();
             askers.push(std::thread::spawn(move || loop {
                 // The lock is held only while waiting for a job, never while asking.
                 let job = match queue.lock() {
@@ -95,7 +106,10 @@ impl Learner {
                     Err(_) => return,
                 };
                 let Ok(job) = job else { return };
-                let learnt = ask_publishers(&node, &job);
+                if stop.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let learnt = ask_publishers(&node, &job, &stop);
                 let answer = Answer {
                     topic: job.topic,
                     type_name: job.type_name,
@@ -110,6 +124,7 @@ impl Learner {
             jobs: Some(jobs),
             answers,
             askers,
+            stop,
             kept: Kept::new(MAX_TYPES, MAX_BYTES),
         }
     }
@@ -156,10 +171,11 @@ impl Learner {
 impl Drop for Learner {
     /// Closes the queue and waits for the askers: each holds the node, which must be gone
     /// before the process exits (a Fast DDS participant outliving `main` meets Fast DDS's
-    /// static destructors: a SIGSEGV at exit, seen on a busy host). An asker in the middle of
-    /// an ask ends it within 0.1 s after Ctrl-C, else within its bounds ([`types::ASK_WAIT`]
-    /// to be offered, then as much to answer).
+    /// static destructors: a SIGSEGV at exit, seen on a busy host). What is left in the
+    /// queue is skipped; an asker in the middle of an ask ends it within 0.1 s after Ctrl-C,
+    /// else within its bounds ([`types::ASK_WAIT`] to be offered, then as much to answer).
     fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
         self.jobs = None;
         for asker in self.askers.drain(..) {
             let _ = asker.join();
@@ -218,19 +234,36 @@ pub(crate) fn node_known(publisher: &EndpointInfo) -> bool {
     !publisher.node.name.is_empty() && publisher.node.name != "_NODE_NAME_UNKNOWN_"
 }
 
-/// Asks each publisher of the job's type in turn, until one describes it.
-fn ask_publishers(node: &Arc<dyn NodePort>, job: &Ask) -> Result<(Learnt, String)> {
+/// Asks the nodes of the publishers of the job's type in turn (each node once, at most
+/// [`NODES_PER_ASK`]), until one describes it or `stop` is set.
+fn ask_publishers(
+    node: &Arc<dyn NodePort>,
+    job: &Ask,
+    stop: &AtomicBool,
+) -> Result<(Learnt, String)> {
     let mut reasons = Vec::new();
-    for p in job
+    let mut asked: Vec<String> = Vec::new();
+    let publishers = job
         .publishers
         .iter()
-        .filter(|p| p.type_name == job.type_name)
-    {
-        if p.node.name.is_empty() || p.node.name == "_NODE_NAME_UNKNOWN_" {
+        .filter(|p| p.type_name == job.type_name);
+    for p in publishers {
+        if stop.load(Ordering::Relaxed) {
+            return Err("the recording ended".into());
+        }
+        if !node_known(p) {
             reasons.push("a publisher's node is not known yet".to_string());
             continue;
         }
         let fqn = p.node.fully_qualified();
+        if asked.contains(&fqn) {
+            continue;
+        }
+        if asked.len() == NODES_PER_ASK {
+            reasons.push(format!("asked {NODES_PER_ASK} nodes, the most per try"));
+            break;
+        }
+        asked.push(fqn.clone());
         match types::ask(node, &fqn, &job.type_name, p.type_hash) {
             Ok(learnt) => return Ok((learnt, fqn)),
             Err(e) => reasons.push(format!("{fqn}: {e}")),

@@ -108,6 +108,32 @@ def many_talkers(node, n, count):
     return 0
 
 
+def silent_talkers(node, n, secs):
+    """For `secs` seconds, publishes once a second on topics silent_0 … silent_{n-1} of
+    test_msgs types, from a node that does not offer ~/get_type_description: a peer whose
+    types a recorder cannot learn."""
+    from rclpy.parameter import Parameter
+    import test_msgs.msg
+
+    silent = rclpy.create_node(
+        "rclpy_silent",
+        parameter_overrides=[Parameter("start_type_description_service", value=False)],
+    )
+    kinds = [getattr(test_msgs.msg, k) for k in MANY_KINDS]
+    pubs = [
+        (silent.create_publisher(kinds[i % len(kinds)], f"silent_{i}", 10), kinds[i % len(kinds)])
+        for i in range(int(n))
+    ]
+    deadline = time.monotonic() + float(secs)
+    while time.monotonic() < deadline:
+        for p, kind in pubs:
+            p.publish(kind())
+        spin_until(silent, lambda: False, 1.0)
+    silent.destroy_node()
+    print(f"silent_talkers: published on {n} for {secs} s")
+    return 0
+
+
 def listener(node, topic, kind, count, qos_spec="10"):
     got = []
     node.create_subscription(msg_type(kind), topic, got.append, qos(qos_spec))
@@ -582,7 +608,7 @@ def logger_client(node, target, logger):
 
 
 # The modes told how long to run: which argument says so.
-SECS_ARG = {"stay": 0, "param_server": 0, "flood_client": 1, "logger_server": 0}
+SECS_ARG = {"stay": 0, "param_server": 0, "flood_client": 1, "logger_server": 0, "silent_talkers": 1}
 
 
 def main():

@@ -201,8 +201,12 @@ struct Recorder {
     failed: HashMap<String, Instant>,
     ready_tx: mpsc::Sender<usize>,
     ready_rx: mpsc::Receiver<usize>,
-    /// Some topic waits for room in the learner's queue: look at the graph again.
+    /// Some topic waits for room in the learner's queue, or for its publishers' node to be
+    /// known: look at the graph again.
     deferred: bool,
+    /// Topics of unknown types whose publishers' node is not known, since when, and whether
+    /// that was said.
+    nodeless: HashMap<String, (Instant, bool)>,
     /// The last sequence number of each publisher, per subscription.
     last_sequence: HashMap<(usize, Gid), u64>,
     lost: u64,
@@ -239,18 +243,30 @@ impl Recorder {
                 types::local(&type_name).or_else(|| self.learner.known(&type_name, &publishers));
             match info {
                 Some(info) => {
+                    self.nodeless.remove(&topic);
                     self.known.insert(topic.clone());
                     self.subscribe(&topic, info, &publishers)?
                 }
-                // No node to ask yet: looked at again at the next look, not in RETRY.
+                // No node to ask yet: looked at again at the next look, not in RETRY; said
+                // once, if it lasts.
                 None if !publishers
                     .iter()
                     .any(|p| p.type_name == type_name && learn::node_known(p)) =>
                 {
                     self.deferred = true;
+                    let (since, said) = self.nodeless.entry(topic.clone()).or_insert((now, false));
+                    if !*said && now.duration_since(*since) >= RETRY {
+                        *said = true;
+                        eprintln!(
+                            "rclev: warning: not recording {topic} yet: its type {type_name} is \
+                             neither known nor installed, and no ROS node is known for its \
+                             publishers to describe it (a DDS writer outside ROS 2?)"
+                        );
+                    }
                 }
                 None => {
                     if self.learner.ask(topic.clone(), type_name, publishers) {
+                        self.nodeless.remove(&topic);
                         self.known.insert(topic);
                     } else {
                         self.deferred = true;
@@ -413,6 +429,7 @@ pub fn record(args: RecordArgs) -> Result {
         ready_rx,
         learner,
         deferred: false,
+        nodeless: HashMap::new(),
         last_sequence: HashMap::new(),
         lost: 0,
         messages: 0,

@@ -48,15 +48,23 @@ struct Recorder {
 impl Recorder {
     fn start(mut c: Command, topics: &[&str]) -> Recorder {
         let mut child = c.spawn().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
         let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in stdout.lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
+        // stdout, and stderr too when the test piped it, as one stream of lines.
+        let stdout: Box<dyn std::io::Read + Send> = Box::new(child.stdout.take().unwrap());
+        let stderr = child
+            .stderr
+            .take()
+            .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>);
+        for stream in std::iter::once(stdout).chain(stderr) {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for l in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if tx.send(l).is_err() {
+                        break;
+                    }
                 }
-            }
-        });
+            });
+        }
         let mut r = Recorder {
             child,
             lines,
@@ -333,6 +341,44 @@ fn topics_whose_types_cannot_be_learnt_hold_up_nothing() {
             let info = run(info);
             assert!(info.contains("Topic: /chatter |"), "{info}");
             assert!(!info.contains("/silent_"), "{info}");
+        },
+    );
+}
+
+/// A topic of a type rclev does not know, written by a DDS participant outside ROS 2 (no
+/// node to ask for the type: Cyclone DDS, no `ros_discovery_info`), is not recorded, and the
+/// recorder says why, once.
+#[test]
+fn a_topic_with_no_node_to_describe_its_type_is_said_once() {
+    in_netns(
+        "a_topic_with_no_node_to_describe_its_type_is_said_once",
+        LIMIT,
+        || {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = bag_dir(&tmp, "nodeless");
+            let writer = Peer::start("cyclone_peer.py", &["raw_writer", "30"]);
+            let mut c = rclev();
+            c.args(["bag", "record", "/raw_unknown", "-o"])
+                .arg(&dir)
+                .stderr(Stdio::piped());
+            let mut recorder = Recorder::start(c, &[]);
+            let warning = recorder.wait_for("not recording /raw_unknown yet");
+            assert!(
+                warning.contains("rclev_nobody_msgs/msg/Unknown")
+                    && warning.contains("no ROS node is known"),
+                "{warning}"
+            );
+            let (summary, seen) = recorder.stop_seen();
+            assert!(
+                summary.contains("Recorded 0 messages on 0 topics"),
+                "{summary}"
+            );
+            let said = seen
+                .iter()
+                .filter(|l| l.contains("not recording /raw_unknown"))
+                .count();
+            assert_eq!(said, 1, "{}", seen.join("\n"));
+            drop(writer);
         },
     );
 }

@@ -101,6 +101,26 @@ def talker(count):
     return 0
 
 
+@dataclass
+class Unknown_(IdlStruct, typename="rclev_nobody_msgs::msg::dds_::Unknown_"):
+    value: int64
+
+
+def raw_writer(secs):
+    """For `secs` seconds, writes a type no ROS node describes on rt/raw_unknown, from a
+    participant that publishes no ros_discovery_info: a DDS writer outside ROS 2."""
+    dp = participant()
+    w = DataWriter(dp, Topic(dp, "rt/raw_unknown", Unknown_), qos=qos())
+    deadline = time.monotonic() + float(secs)
+    n = 0
+    while time.monotonic() < deadline:
+        w.write(Unknown_(value=n))
+        n += 1
+        time.sleep(0.1)
+    print(f"raw_writer: wrote {n}")
+    return 0
+
+
 def listener(count):
     dp = participant()
     r = DataReader(dp, Topic(dp, "rt/chatter", String_), qos=qos())

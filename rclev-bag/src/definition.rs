@@ -9,6 +9,7 @@
 //! description: one `type name` line per field, which decodes the same (constants and
 //! comments, which the description does not keep, are left out).
 
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use rclev::msg::{IndividualTypeDescription, TypeInfo};
@@ -20,45 +21,50 @@ pub const SCHEMA_ENCODING: &str = "ros2msg";
 const SEPARATOR: &str =
     "================================================================================";
 
-/// The `ros2msg` schema text of `info`'s type (its `.msg` text, then each dependency's after a separator line, as rosbag2 writes it). Dependencies
-/// come in rosbag2's order: depth first, each type's own in name order, each right before the
-/// types it refers to in turn.
+/// The `ros2msg` schema text of `info`'s type: its `.msg` text, then each dependency's after
+/// a separator line, as rosbag2 writes it. Dependencies come in rosbag2's order: depth first,
+/// each type's own in name order, each right before the types it refers to in turn.
+///
+/// The walk keeps its own stack rather than recursing: a type learnt from a peer may nest as
+/// deep as the peer likes, and must not overflow the thread's stack.
 pub fn message_definition(info: &TypeInfo) -> String {
     let own = &info.description.type_description;
     let mut out = type_text(info, own);
-    let mut seen = std::collections::HashSet::new();
-    append_dependencies(info, own, &mut seen, &mut out);
-    out
-}
-
-fn append_dependencies<'a>(
-    info: &'a TypeInfo,
-    d: &'a IndividualTypeDescription,
-    seen: &mut std::collections::HashSet<&'a str>,
-    out: &mut String,
-) {
-    let nested: std::collections::BTreeSet<&str> = d
-        .fields
+    let by_name: HashMap<&str, &IndividualTypeDescription> = info
+        .description
+        .referenced_type_descriptions
         .iter()
-        .filter(|f| f.type_id % CONTAINER_STRIDE == NESTED)
-        .map(|f| f.nested_type_name)
+        .map(|r| (r.type_name, r))
         .collect();
-    for name in nested {
+    let mut seen = HashSet::new();
+    // Each entry: the nested types of one type still to write, in name order.
+    let mut stack = vec![nested_names(own)];
+    while let Some(pending) = stack.last_mut() {
+        let Some(name) = pending.next() else {
+            stack.pop();
+            continue;
+        };
         if !seen.insert(name) {
             continue;
         }
-        let Some(referenced) = info
-            .description
-            .referenced_type_descriptions
-            .iter()
-            .find(|r| r.type_name == name)
-        else {
+        let Some(referenced) = by_name.get(name) else {
             continue;
         };
         let _ = write!(out, "\n{SEPARATOR}\nMSG: {}\n", short_name(name));
         out.push_str(&type_text(info, referenced));
-        append_dependencies(info, referenced, seen, out);
+        stack.push(nested_names(referenced));
     }
+    out
+}
+
+/// The names of the types `d`'s fields nest, each once, in name order.
+fn nested_names(d: &IndividualTypeDescription) -> std::collections::btree_set::IntoIter<&str> {
+    d.fields
+        .iter()
+        .filter(|f| f.type_id % CONTAINER_STRIDE == NESTED)
+        .map(|f| f.nested_type_name)
+        .collect::<BTreeSet<&str>>()
+        .into_iter()
 }
 
 /// One type's text: its `.msg` source when `info` has it, else written from its fields.
@@ -133,6 +139,49 @@ mod tests {
     use super::*;
     use rclev::interfaces::sensor_msgs::msg::Image;
     use rclev::msg::Message;
+
+    /// A chain of types each nesting the next, as deep as a hostile peer may describe: every
+    /// type is written once, in order, with no stack overflow.
+    #[test]
+    fn a_deep_chain_of_nested_types_is_written_without_recursing() {
+        use rclev::msg::{FieldDescription, TypeDescription, TypeHash};
+        const DEPTH: usize = 200_000;
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let link = |i: usize| -> IndividualTypeDescription {
+            let fields: &'static [FieldDescription] = Box::leak(Box::new([FieldDescription {
+                name: "next",
+                type_id: NESTED,
+                capacity: 0,
+                string_capacity: 0,
+                nested_type_name: leak(format!("deep/msg/T{}", i + 1)),
+                default_value: "",
+            }]));
+            IndividualTypeDescription {
+                type_name: leak(format!("deep/msg/T{i}")),
+                fields: if i < DEPTH { fields } else { &[] },
+            }
+        };
+        let referenced: Vec<IndividualTypeDescription> = (1..=DEPTH).map(link).collect();
+        let info = TypeInfo {
+            type_name: "deep/msg/T0",
+            dds_type_name: "deep::msg::dds_::T0_",
+            hash: TypeHash([0; 32]),
+            description: TypeDescription {
+                type_description: link(0),
+                referenced_type_descriptions: Box::leak(referenced.into_boxed_slice()),
+            },
+            sources: &[],
+        };
+        let text = message_definition(&info);
+        let sections: Vec<&str> = text.split(&format!("\n{SEPARATOR}\n")).collect();
+        assert_eq!(sections.len(), DEPTH + 1);
+        assert!(sections[1].starts_with("MSG: deep/T1\n"), "{}", sections[1]);
+        assert!(
+            sections[DEPTH].starts_with(&format!("MSG: deep/T{DEPTH}\n")),
+            "{}",
+            sections[DEPTH]
+        );
+    }
 
     #[test]
     fn image_holds_its_dependencies_after_separators() {

@@ -80,7 +80,7 @@ impl Learnt {
 
     /// The bytes of text it holds: what leaking it costs, give or take the slices.
     pub(crate) fn size(&self) -> usize {
-        let individual = |d: &IndividualDescription| {
+        let text_of = |d: &IndividualDescription| {
             d.type_name.len()
                 + d.fields
                     .iter()
@@ -93,12 +93,12 @@ impl Learnt {
                     .sum::<usize>()
         };
         self.type_name.len()
-            + individual(&self.description.type_description)
+            + text_of(&self.description.type_description)
             + self
                 .description
                 .referenced_type_descriptions
                 .iter()
-                .map(individual)
+                .map(text_of)
                 .sum::<usize>()
             + self
                 .sources

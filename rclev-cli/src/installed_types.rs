@@ -14,10 +14,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Mutex, OnceLock};
 
+use rclev::interfaces::type_description_interfaces::msg as td;
 use rclev::msg::{
-    FieldDescription, IndividualTypeDescription, TypeDescription, TypeHash, TypeInfo, TypeSource,
+    FieldDescription, IndividualTypeDescription, TypeDescription, TypeHash, TypeInfo, TypeLimits,
+    TypeSource,
 };
-use rclev_codegen::describe::{Description, IndividualDescription};
+use rclev_codegen::describe::{rihs01, Description, IndividualDescription};
 use rclev_codegen::model::{BaseType, Message};
 use rclev_codegen::{Package, TypeName, TypeSet};
 
@@ -94,15 +96,47 @@ pub(crate) fn leaked_type_info<'a>(
     }
 }
 
+/// `d` as the `type_description_interfaces` message a peer would send: what
+/// [`TypeLimits::check_message`] checks before anything is leaked.
+pub(crate) fn description_message(d: &Description) -> td::TypeDescription {
+    let individual = |d: &IndividualDescription| td::IndividualTypeDescription {
+        type_name: d.type_name.clone(),
+        fields: d
+            .fields
+            .iter()
+            .map(|f| td::Field {
+                name: f.name.clone(),
+                r#type: td::FieldType {
+                    type_id: f.type_id,
+                    capacity: f.capacity,
+                    string_capacity: f.string_capacity,
+                    nested_type_name: f.nested_type_name.clone(),
+                },
+                default_value: f.default_value.clone(),
+            })
+            .collect(),
+    };
+    td::TypeDescription {
+        type_description: individual(&d.type_description),
+        referenced_type_descriptions: d
+            .referenced_type_descriptions
+            .iter()
+            .map(individual)
+            .collect(),
+    }
+}
+
 /// The [`TypeInfo`] of message type `type_name` (`pkg/kind/Name`) of a resolved set, with
 /// the sources of the type and of each type it references, in the order of its description
-/// (as generated code has them).
+/// (as generated code has them). The description is checked against rclev's
+/// [`TypeLimits`] before anything is leaked.
 fn type_info(set: &TypeSet, type_name: &str) -> Result<TypeInfo> {
     let message = set.get(type_name).ok_or_else(|| {
         format!("message type '{type_name}' is not one rclev knows or finds installed")
     })?;
     let name: &TypeName = &message.name;
-    let d = set.descriptions.get(name).ok_or("no description")?;
+    let d = set.description(name).ok_or("no description")?;
+    TypeLimits::DEFAULT.check_message(&description_message(&d))?;
     let mut sources = Vec::new();
     for described in std::iter::once(&d.type_description).chain(&d.referenced_type_descriptions) {
         let name = described.type_name.as_str();
@@ -118,8 +152,8 @@ fn type_info(set: &TypeSet, type_name: &str) -> Result<TypeInfo> {
     Ok(leaked_type_info(
         type_name,
         &name.dds_name(),
-        TypeHash(*set.hashes.get(name).ok_or("no hash")?),
-        d,
+        TypeHash(rihs01(&d)),
+        &d,
         sources,
     ))
 }
@@ -191,7 +225,9 @@ pub fn service_hash(type_name: &str) -> Result<TypeHash> {
     let service = set.get(type_name).ok_or_else(|| {
         format!("service type '{type_name}' is not one rclev knows or finds installed")
     })?;
-    Ok(TypeHash(*set.hashes.get(&service.name).ok_or("no hash")?))
+    let d = set.description(&service.name).ok_or("no description")?;
+    TypeLimits::DEFAULT.check_message(&description_message(&d))?;
+    Ok(TypeHash(rihs01(&d)))
 }
 
 /// The installed message type `pkg/kind/Name` (a `.msg` type, or a part ROS 2 derives from a

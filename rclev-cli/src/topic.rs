@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::wire::CliTransport;
-use rclev::msg::{DynamicMessage, TypeInfo, Value};
+use rclev::msg::{DynamicMessage, DynamicType, TypeInfo, Value};
 use rclev::transport::{
     EndpointKind, Gid, NodeName, NodePort, Payload, ReadyHook, TopicEndpoint, Transport,
     TypeSupport,
@@ -280,6 +280,7 @@ pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>
         }
     };
     // With a publisher present: whatever it offers, as `ros2 topic echo` does.
+    let dynamic = DynamicType::new(&info.description)?;
     let (sub, rx) = subscribe(&node, &topic, info, qos, false)?;
     let mut mismatch = TypeMismatch::new(&transport);
     let limit = if once { Some(1) } else { count };
@@ -294,7 +295,7 @@ pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>
                 let Payload::Serialized(bytes) = payload else {
                     continue;
                 };
-                match DynamicMessage::decode(&info.description, &bytes) {
+                match dynamic.decode(&bytes) {
                     Ok(msg) => {
                         println!("{}---", to_yaml(&msg));
                         printed += 1;
@@ -334,7 +335,7 @@ pub fn publish(o: PubOptions<'_>) -> Result {
     let topic = absolute(o.topic)?;
     let info = given_type(o.type_name)?;
     let msg = from_yaml(&info, o.values)?;
-    let cdr = msg.encode(&info.description)?;
+    let cdr = DynamicType::new(&info.description)?.encode(&msg)?;
     let transport = CliTransport::from_env()?;
     let node = cli_node(&transport, "pub")?;
     let publisher = node.create_publisher(
@@ -390,15 +391,18 @@ pub fn publish(o: PubOptions<'_>) -> Result {
 pub fn from_yaml(info: &TypeInfo, text: &str) -> Result<DynamicMessage> {
     let docs =
         yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| format!("invalid YAML: {e}"))?;
-    let mut msg = DynamicMessage::default_of(&info.description)?;
+    let ty = DynamicType::new(&info.description)?;
+    let mut msg = ty.default_message()?;
     match docs.first() {
         None | Some(yaml_rust2::Yaml::Null) => {}
-        Some(yaml) => fill(info, &mut msg, yaml, "")?,
+        Some(yaml) => fill(&ty, &mut msg, yaml, "")?,
     }
     Ok(msg)
 }
 
-fn fill(info: &TypeInfo, msg: &mut DynamicMessage, yaml: &yaml_rust2::Yaml, path: &str) -> Result {
+// `fill` and `convert` recurse once per nested message of the YAML that matches a nested
+// message of the type: at most `TypeLimits::max_depth` levels, which `DynamicType` checked.
+fn fill(ty: &DynamicType, msg: &mut DynamicMessage, yaml: &yaml_rust2::Yaml, path: &str) -> Result {
     let yaml_rust2::Yaml::Hash(map) = yaml else {
         return Err(format!("{}: a mapping of field names is expected", or_root(path)).into());
     };
@@ -411,7 +415,7 @@ fn fill(info: &TypeInfo, msg: &mut DynamicMessage, yaml: &yaml_rust2::Yaml, path
         let slot = msg
             .get_mut(name)
             .ok_or_else(|| format!("{type_name} has no field '{name}'"))?;
-        *slot = convert(info, &type_name, name, slot, value, &field_path)?;
+        *slot = convert(ty, &type_name, name, slot, value, &field_path)?;
     }
     Ok(())
 }
@@ -426,7 +430,7 @@ fn or_root(path: &str) -> &str {
 
 /// A YAML value as the kind `template` has.
 fn convert(
-    info: &TypeInfo,
+    ty: &DynamicType,
     type_name: &str,
     field: &str,
     template: &Value,
@@ -459,21 +463,21 @@ fn convert(
         }),
         Value::Message(m) => {
             let mut m = m.clone();
-            fill(info, &mut m, yaml, path)?;
+            fill(ty, &mut m, yaml, path)?;
             Value::Message(m)
         }
         Value::Array(_) => {
             let Yaml::Array(items) = yaml else {
                 return Err(wrong("a list"));
             };
-            let element = DynamicMessage::element_default(&info.description, type_name, field)?;
+            let element = ty.element_default(type_name, field)?;
             Value::Array(
                 items
                     .iter()
                     .enumerate()
                     .map(|(i, item)| {
                         convert(
-                            info,
+                            ty,
                             type_name,
                             field,
                             &element,

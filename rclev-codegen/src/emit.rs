@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::describe::{Description, IndividualDescription};
+use crate::describe::{self, Description, IndividualDescription};
 use crate::model::{BaseType, Container, Field, Message, Namespace, Primitive, TypeName, Value};
 use crate::resolve;
 use crate::resolve::TypeSet;
@@ -375,14 +375,14 @@ impl<'a> Emitter<'a> {
                 t.dds_name()
             );
         }
-        let hash = self.set.hashes[t];
+        let d: Description = self.set.description(t).expect("a type of the set");
+        let hash = describe::rihs01(&d);
         let bytes: Vec<String> = hash.iter().map(|b| format!("0x{b:02x}")).collect();
         let _ = writeln!(
             out,
             "{ind}const TYPE_HASH: {rt}::TypeHash = {rt}::TypeHash([{}]);",
             bytes.join(", ")
         );
-        let d: &Description = &self.set.descriptions[t];
         let _ = write!(
             out,
             "{ind}const TYPE_DESCRIPTION: {rt}::TypeDescription = {rt}::TypeDescription {{\n{ind}    type_description: {},\n{ind}    referenced_type_descriptions: &[",

@@ -73,8 +73,7 @@ pub fn load_package_dir(dir: &Path) -> Result<Package> {
             .collect();
         paths.sort();
         for path in paths {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| Error::in_file(&path, format!("cannot read: {e}")))?;
+            let text = read_interface_file(&path)?;
             files.push((path, text));
         }
     }
@@ -85,6 +84,27 @@ pub fn load_package_dir(dir: &Path) -> Result<Package> {
         ));
     }
     parse_package(&name, files.iter().map(|(p, t)| (p.as_path(), t.as_str())))
+}
+
+/// The largest interface file read: the largest real ones, comments included, are a few KiB.
+/// An installed tree is read by tools at run time, so a huge file is refused, not loaded.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+fn read_interface_file(path: &Path) -> Result<String> {
+    use std::io::Read as _;
+    let file =
+        std::fs::File::open(path).map_err(|e| Error::in_file(path, format!("cannot read: {e}")))?;
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| Error::in_file(path, format!("cannot read: {e}")))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(Error::in_file(
+            path,
+            format!("larger than {MAX_FILE_BYTES} bytes: not an interface file"),
+        ));
+    }
+    Ok(text)
 }
 
 /// Parses a package from `(path, text)` pairs; the extension of each path says its kind and

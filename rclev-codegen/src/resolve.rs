@@ -10,7 +10,11 @@ use crate::model::{
     TypeName,
 };
 
-/// Every type of a set of packages, resolved, with descriptions and hashes.
+/// Every type of a set of packages, resolved: each nested reference names a type of the set,
+/// and no type contains itself. Descriptions and hashes are computed when asked for, one type
+/// at a time ([`description`](Self::description), [`hash`](Self::hash)): a type's description
+/// holds every type it references, so describing all of a set at once costs the sum of all
+/// their closures — quadratic for a long chain — while one type costs its own.
 #[derive(Debug, Default)]
 pub struct TypeSet {
     /// Message-like types by name: `.msg` types, service and action parts, and the types ROS 2
@@ -18,10 +22,6 @@ pub struct TypeSet {
     /// actions themselves (`pkg/srv/Name` with `request_message`, …), which are hashed but
     /// not generated as structs.
     pub types: BTreeMap<TypeName, Message>,
-    /// The hash of each type in `types`.
-    pub hashes: BTreeMap<TypeName, [u8; 32]>,
-    /// The description of each type in `types`.
-    pub descriptions: BTreeMap<TypeName, Description>,
 }
 
 fn nested(t: &TypeName) -> FieldType {
@@ -243,14 +243,20 @@ impl TypeSet {
         }
         set.resolve_references(&known_packages)?;
         set.check_acyclic()?;
-        let names: Vec<TypeName> = set.types.keys().cloned().collect();
-        for name in names {
-            let description = describe::describe(&set.types, &name);
-            set.hashes
-                .insert(name.clone(), describe::rihs01(&description));
-            set.descriptions.insert(name, description);
-        }
         Ok(set)
+    }
+
+    /// The REP-2016 description of `name`, with every type it references; linear in their
+    /// number. `None` if the set has no such type.
+    pub fn description(&self, name: &TypeName) -> Option<Description> {
+        self.types
+            .contains_key(name)
+            .then(|| describe::describe(&self.types, name))
+    }
+
+    /// The RIHS01 hash of `name`.
+    pub fn hash(&self, name: &TypeName) -> Option<[u8; 32]> {
+        self.description(name).map(|d| describe::rihs01(&d))
     }
 
     /// Checks every nested reference; the `Header` shorthand falls back to `std_msgs/Header`
@@ -296,52 +302,56 @@ impl TypeSet {
         Ok(())
     }
 
+    /// Depth-first with an explicit stack (a type may nest as deep as its text likes: no
+    /// recursion on it) and three colours; a type met again while still open closes a cycle.
     fn check_acyclic(&self) -> Result<()> {
-        // Depth-first search with three colours; a grey node met again closes a cycle.
         #[derive(Clone, Copy, PartialEq)]
         enum Mark {
-            Grey,
-            Black,
+            Open,
+            Done,
         }
-        fn visit(
-            set: &TypeSet,
-            name: &TypeName,
-            marks: &mut BTreeMap<TypeName, Mark>,
-            path: &mut Vec<TypeName>,
-        ) -> Result<()> {
-            match marks.get(name) {
-                Some(Mark::Black) => return Ok(()),
-                Some(Mark::Grey) => {
-                    let chain: Vec<String> = path.iter().map(|t| t.to_string()).collect();
-                    let m = &set.types[name];
+        let mut marks: BTreeMap<&TypeName, Mark> = BTreeMap::new();
+        for root in self.types.keys() {
+            if marks.contains_key(root) {
+                continue;
+            }
+            // (type, how many of its fields were looked at)
+            let mut stack: Vec<(&TypeName, usize)> = vec![(root, 0)];
+            marks.insert(root, Mark::Open);
+            while let Some((name, next)) = stack.last_mut() {
+                let fields = &self.types[*name].fields;
+                let child = fields[*next..].iter().position(|f| match &f.ty.base {
+                    BaseType::Nested(t) => marks.get(t) != Some(&Mark::Done),
+                    _ => false,
+                });
+                let Some(offset) = child else {
+                    marks.insert(*name, Mark::Done);
+                    stack.pop();
+                    continue;
+                };
+                let index = *next + offset;
+                *next = index + 1;
+                let BaseType::Nested(child) = &fields[index].ty.base else {
+                    unreachable!("position() found a nested field")
+                };
+                if marks.get(child) == Some(&Mark::Open) {
+                    let at = stack.iter().position(|(t, _)| *t == child).unwrap_or(0);
+                    let chain: Vec<&TypeName> = stack[at..].iter().map(|(t, _)| *t).collect();
                     return Err(Error::in_file(
-                        &m.source,
-                        format!("{name} contains itself: {} -> {name}", chain.join(" -> ")),
+                        &self.types[child].source,
+                        format!("{child} contains itself: {}", cycle_text(&chain, child)),
                     ));
                 }
-                None => {}
+                marks.insert(child, Mark::Open);
+                stack.push((child, 0));
             }
-            marks.insert(name.clone(), Mark::Grey);
-            path.push(name.clone());
-            for f in &set.types[name].fields {
-                if let BaseType::Nested(t) = &f.ty.base {
-                    visit(set, t, marks, path)?;
-                }
-            }
-            path.pop();
-            marks.insert(name.clone(), Mark::Black);
-            Ok(())
-        }
-        let mut marks = BTreeMap::new();
-        for name in self.types.keys() {
-            visit(self, name, &mut marks, &mut Vec::new())?;
         }
         Ok(())
     }
 
     /// The RIHS01 string of a type, e.g. `RIHS01_df66…`.
     pub fn hash_string(&self, name: &TypeName) -> Option<String> {
-        self.hashes.get(name).map(describe::hash_string)
+        self.hash(name).as_ref().map(describe::hash_string)
     }
 
     /// Looks a type up by its full name `pkg/ns/Name`.
@@ -363,5 +373,25 @@ impl TypeSet {
             namespace,
             name: name.into(),
         })
+    }
+}
+
+/// A cycle `chain -> back` as text, at most the first three and the last two types with a
+/// count between: a cycle through thousands of types is one short line.
+fn cycle_text(chain: &[&TypeName], back: &TypeName) -> String {
+    let names: Vec<String> = chain
+        .iter()
+        .map(|t| t.to_string())
+        .chain([back.to_string()])
+        .collect();
+    if names.len() <= 6 {
+        names.join(" -> ")
+    } else {
+        format!(
+            "{} -> … {} more … -> {}",
+            names[..3].join(" -> "),
+            names.len() - 5,
+            names[names.len() - 2..].join(" -> ")
+        )
     }
 }

@@ -61,7 +61,7 @@ fn compare(set: &TypeSet, packages: &[&str], dirs: &BTreeMap<String, PathBuf>) -
                 let Some(m) = set.get(type_name) else {
                     continue;
                 };
-                let ours = &set.descriptions[&m.name].type_description;
+                let ours = &set.description(&m.name).unwrap().type_description;
                 let (a, b) = (
                     field_summary(&ours.fields),
                     official_field_summary(&d["fields"]),

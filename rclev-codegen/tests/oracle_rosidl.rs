@@ -84,7 +84,7 @@ fn compare_json(set: &TypeSet, json: &Value, failures: &mut Vec<String>) -> Vec<
             failures.push(format!("{type_name}: rclev has no such type"));
             continue;
         };
-        let ours = &set.descriptions[&m.name].type_description;
+        let ours = &set.description(&m.name).unwrap().type_description;
         let (a, b) = (
             field_summary(&ours.fields),
             official_field_summary(&d["fields"]),
@@ -229,7 +229,7 @@ fn unqualified_header_means_std_msgs_header() {
     let p = load_package_dir(&dir).unwrap();
     let set = bundled_set_with(&[&p]);
     let m = set.get("edge_header_msgs/msg/Stamped").unwrap();
-    let d = &set.descriptions[&m.name];
+    let d = &set.description(&m.name).unwrap();
     assert_eq!(
         d.type_description.fields[0].nested_type_name,
         "std_msgs/msg/Header"

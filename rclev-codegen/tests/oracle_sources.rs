@@ -107,7 +107,7 @@ fn sources_are_rosidls() {
             continue;
         };
         types += 1;
-        let d = &set.descriptions[&set.get(name).unwrap().name];
+        let d = &set.description(&set.get(name).unwrap().name).unwrap();
         let ours: Vec<&str> = std::iter::once(&d.type_description)
             .chain(&d.referenced_type_descriptions)
             .map(|i| i.type_name.as_str())

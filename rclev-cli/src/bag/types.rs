@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rclev::interfaces::type_description_interfaces::{msg as td, srv};
-use rclev::msg::{TypeHash, TypeInfo};
+use rclev::msg::{TypeHash, TypeInfo, TypeLimits};
 use rclev::transport::NodePort;
 use rclev_codegen::describe::{rihs01, Description, FieldDescription, IndividualDescription};
 
@@ -133,6 +133,8 @@ pub(crate) fn from_answer(
     }
     dds_type_name(type_name)?;
     let d = &answer.type_description;
+    // Checked before anything is made of it: the hash below walks it.
+    TypeLimits::DEFAULT.check_message(d)?;
     if d.type_description.type_name != type_name {
         return Err(format!(
             "the node described {}, not {type_name}",

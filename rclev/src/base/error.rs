@@ -138,6 +138,30 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A type description rclev cannot use: it names a type it does not describe, describes
+    /// one twice, has a type that contains itself, a type with no fields, an array of no
+    /// elements or a type id REP-2016 does not define. Nothing was made of it.
+    #[error("type {type_name}: {reason}")]
+    InvalidType {
+        /// The described type (escaped and shortened, as it may come from outside).
+        type_name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A type description over one of the bounds of `rclev::msg::TypeLimits`, which rclev
+    /// applies to every type from outside the program (a peer, a bag, an installed file).
+    #[error("type {type_name} is over TypeLimits::{limit} ({max}): {what}")]
+    TypeOverLimit {
+        /// The described type (escaped and shortened, as it may come from outside).
+        type_name: String,
+        /// The limit's field in `TypeLimits`: `max_depth`, `max_types`, `max_fields`,
+        /// `max_bytes` or `max_values`.
+        limit: &'static str,
+        /// The limit's value.
+        max: usize,
+        /// What the type has.
+        what: String,
+    },
     /// A timer period that cannot be scheduled (zero or negative for a repeating timer).
     #[error("invalid timer period {0:?}")]
     InvalidPeriod(std::time::Duration),

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use super::type_graph::{types_of, TypeGraph};
+
 /// A REP-2016 type hash, version 1 (`RIHS01`): SHA-256 over the type's description.
 ///
 /// `Display` gives the string form ROS 2 puts in discovery data, `RIHS01_<64 hex digits>`.
@@ -179,54 +181,54 @@ impl TypeInfo {
 
 /// Slack for what a peer may add after the body: CDR's padding to a 4-byte multiple, which
 /// ROS 2 peers send, and a little more.
-const TRAILING_SLACK: usize = 8;
+pub(crate) const TRAILING_SLACK: usize = 8;
 /// The encapsulation header before the body.
-const ENCAPSULATION: usize = 4;
+pub(crate) const ENCAPSULATION: usize = 4;
 /// The most alignment padding CDR puts before one value.
 const MAX_PADDING: usize = 7;
 
 impl TypeDescription {
     /// An upper bound of the length of the type's CDR encoding, encapsulation header and
-    /// padding included; `None` when the type holds an unbounded string or sequence, or
-    /// references a type its description lacks. A wire transport refuses a sample longer than
-    /// this without decoding it, as ROS 2's typesupport refuses one longer than a bounded
-    /// type's maximum: no valid encoding is that long.
+    /// padding included; `None` when the type holds an unbounded string or sequence, or is not
+    /// a type rclev accepts (see [`TypeLimits`](super::TypeLimits)). A wire transport refuses
+    /// a sample longer than this without decoding it, as ROS 2's typesupport refuses one
+    /// longer than a bounded type's maximum: no valid encoding is that long.
     ///
-    /// Not exact: every value is counted with the most padding it could need.
+    /// Not exact: every value is counted with the most padding it could need. Linear in the
+    /// description's size: each type's bound is computed once, however many paths reach it.
     pub fn max_serialized_size(&self) -> Option<usize> {
-        let body = struct_max(&self.type_description, self.referenced_type_descriptions, 0)?;
-        body.checked_add(ENCAPSULATION + TRAILING_SLACK)
+        let graph = TypeGraph::of_description(self, &super::TypeLimits::DEFAULT).ok()?;
+        max_body_size(self, &graph)?.checked_add(ENCAPSULATION + TRAILING_SLACK)
     }
 }
 
-/// Nesting deeper than this is not a real type (descriptions are acyclic; this only bounds the
-/// recursion if a hand-made one is not).
-const MAX_NESTING: usize = 64;
-
-fn struct_max(
-    d: &IndividualTypeDescription,
-    referenced: &[IndividualTypeDescription],
-    depth: usize,
-) -> Option<usize> {
-    if depth > MAX_NESTING {
-        return None;
+/// The bound of the root's CDR body: each type's bound from those of the types it contains,
+/// in the graph's order.
+pub(crate) fn max_body_size(d: &TypeDescription, graph: &TypeGraph) -> Option<usize> {
+    let types: Vec<&IndividualTypeDescription> = types_of(d).collect();
+    // `None` while not computed or unbounded; every type is computed after those it contains.
+    let mut bound: Vec<Option<usize>> = vec![None; types.len()];
+    for &t in graph.order() {
+        let t = t as usize;
+        let mut sum = Some(0usize);
+        for (i, f) in types[t].fields.iter().enumerate() {
+            let element = match graph.nested(t, i) {
+                Some(nested) => bound[nested],
+                None => element_max(f.type_id % 48, f.string_capacity),
+            };
+            sum = sum.and_then(|s| s.checked_add(field_max(f, element?)?));
+        }
+        bound[t] = sum;
     }
-    d.fields.iter().try_fold(0usize, |sum, f| {
-        sum.checked_add(field_max(f, referenced, depth)?)
-    })
+    bound[0]
 }
 
-fn field_max(
-    f: &FieldDescription,
-    referenced: &[IndividualTypeDescription],
-    depth: usize,
-) -> Option<usize> {
+fn field_max(f: &FieldDescription, element: usize) -> Option<usize> {
     // REP-2016 type ids: the element's id plus 48 (array), 96 (bounded sequence) or 144
     // (unbounded sequence).
-    let (container, element) = (f.type_id / 48, f.type_id % 48);
-    let one = element_max(element, f, referenced, depth)?.checked_add(MAX_PADDING)?;
+    let one = element.checked_add(MAX_PADDING)?;
     let count = usize::try_from(f.capacity).ok()?;
-    match container {
+    match f.type_id / 48 {
         0 => Some(one),
         1 => one.checked_mul(count),
         // The u32 length (padded), then the elements.
@@ -235,20 +237,10 @@ fn field_max(
     }
 }
 
-fn element_max(
-    element: u8,
-    f: &FieldDescription,
-    referenced: &[IndividualTypeDescription],
-    depth: usize,
-) -> Option<usize> {
-    let string_capacity = usize::try_from(f.string_capacity).ok()?;
+/// The bound of one element that is not a nested message.
+fn element_max(element: u8, string_capacity: u64) -> Option<usize> {
+    let string_capacity = usize::try_from(string_capacity).ok()?;
     match element {
-        1 => {
-            let nested = referenced
-                .iter()
-                .find(|r| r.type_name == f.nested_type_name)?;
-            struct_max(nested, referenced, depth + 1)
-        }
         // int8, uint8, char, bool, byte
         2 | 3 | 13 | 15 | 16 => Some(1),
         4 | 5 => Some(2),

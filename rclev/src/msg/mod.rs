@@ -11,12 +11,15 @@ use crate::base::error::{Error, Result};
 pub use crate::base::cdr;
 mod description;
 mod dynamic;
+mod limits;
+mod type_graph;
 
 pub use cdr::{CdrError, CdrReader, CdrWriter};
 pub use description::{
     FieldDescription, IndividualTypeDescription, TypeDescription, TypeHash, TypeInfo, TypeSource,
 };
-pub use dynamic::{DynamicMessage, Value};
+pub use dynamic::{DynamicMessage, DynamicType, Value};
+pub use limits::TypeLimits;
 
 use crate::interfaces::builtin_interfaces::msg::Time;
 use crate::interfaces::unique_identifier_msgs::msg::UUID;

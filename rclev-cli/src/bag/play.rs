@@ -558,8 +558,12 @@ fn resolve_types(
             let Some(why_unknown) = unknown.remove(&m.channel.topic.name) else {
                 continue;
             };
-            let found = schema_type(&m.channel.topic.type_name, m.channel.schema.as_ref())
-                .map_err(|e| format!("{why_unknown}; {e}"));
+            // The bag's own definition, when it has one, is what the topic is played with:
+            // its error is the one that matters.
+            let found = match m.channel.schema.as_ref().filter(|s| !s.data.is_empty()) {
+                Some(schema) => schema_type(&m.channel.topic.type_name, schema),
+                None => Err(format!("{why_unknown}, and the bag has no definition of it")),
+            };
             out.insert(m.channel.topic.name.clone(), found);
             if unknown.is_empty() {
                 break;
@@ -574,10 +578,7 @@ fn resolve_types(
 }
 
 /// Type `type_name` as the bag's schema defines it.
-fn schema_type(type_name: &str, schema: Option<&Schema>) -> std::result::Result<TypeInfo, String> {
-    let schema = schema
-        .filter(|s| !s.data.is_empty())
-        .ok_or("the bag has no definition of it")?;
+fn schema_type(type_name: &str, schema: &Schema) -> std::result::Result<TypeInfo, String> {
     if schema.encoding != rclev_bag::SCHEMA_ENCODING {
         return Err(format!(
             "the bag defines it as '{}', which rclev does not read (it reads {})",

@@ -1,0 +1,312 @@
+//! Types and files from outside, as an attacker would hand them to the tools: bags whose
+//! schemas define types 10,000 and 100,000 deep, "diamonds" and cycles, and installed interface
+//! packages of the same shapes, read by `rclev bag play` and `rclev topic echo|pub` over DDS
+//! and Zenoh. Each must end with an error that names what is wrong (a limit of
+//! `rclev::msg::TypeLimits`, a cycle), never abort, hang or grow without bound. Each test runs
+//! in a network namespace of its own and is killed past [`LIMIT`] (built with
+//! `--features dds,zenoh`).
+
+#![cfg(all(feature = "dds", feature = "zenoh"))]
+
+#[path = "../../rclev-dds/tests/common/mod.rs"]
+mod common;
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::in_netns;
+use support::{interrupted_at, KilledOnDrop, Moment};
+
+/// How long one command may take before it is killed (and the test fails).
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A fresh directory for test `name`.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rclev-hostile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `rclev ARGS` with `env` to its end, killed past [`LIMIT`]; its output.
+fn rclev(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rclev"));
+    c.args(args)
+        .env_remove("AMENT_PREFIX_PATH")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "rclev {args:?} did not end within {LIMIT:?}; stderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    eprintln!(
+        "rclev {args:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+/// The shapes a hostile type takes. Type `i` is `hostile_msgs/T{i}`; `T0` is the root.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// `T{i}` holds a `T{i+1}`, `n` types.
+    Chain(usize),
+    /// `T{i}` holds two `T{i+1}`, `n` types: 2^n paths.
+    Diamond(usize),
+    /// A chain of `n` whose last type holds `T0`.
+    Cycle(usize),
+}
+
+impl Shape {
+    fn len(self) -> usize {
+        match self {
+            Shape::Chain(n) | Shape::Diamond(n) | Shape::Cycle(n) => n,
+        }
+    }
+
+    /// The `.msg` text of type `i`.
+    fn text(self, i: usize) -> String {
+        let n = self.len();
+        let next = match self {
+            Shape::Cycle(_) if i + 1 == n => Some(0),
+            _ if i + 1 < n => Some(i + 1),
+            _ => None,
+        };
+        match (self, next) {
+            (Shape::Diamond(_), Some(j)) => format!("T{j} left\nT{j} right\n"),
+            (_, Some(j)) => format!("T{j} next\nuint8 level\n"),
+            (_, None) => "float64 leaf\n".to_string(),
+        }
+    }
+
+    /// The type as a bag's `ros2msg` schema defines it.
+    fn schema(self) -> String {
+        let mut out = self.text(0);
+        for i in 1..self.len() {
+            out.push_str(&format!("\n{}\nMSG: hostile_msgs/T{i}\n", "=".repeat(80)));
+            out.push_str(&self.text(i));
+        }
+        out
+    }
+
+    /// An installed package `hostile_msgs` under `prefix` (`share/hostile_msgs/msg/T*.msg`).
+    fn install(self, prefix: &Path) {
+        let dir = prefix.join("share/hostile_msgs");
+        std::fs::create_dir_all(dir.join("msg")).unwrap();
+        std::fs::write(
+            dir.join("package.xml"),
+            "<package format=\"3\"><name>hostile_msgs</name></package>",
+        )
+        .unwrap();
+        for i in 0..self.len() {
+            std::fs::write(dir.join(format!("msg/T{i}.msg")), self.text(i)).unwrap();
+        }
+    }
+}
+
+/// A one-file bag (`.mcap`) with topic `/hostile` of type `hostile_msgs/msg/T0` as `shape`
+/// defines it, and `payloads` on it.
+fn bag(dir: &Path, shape: Shape, payloads: &[Vec<u8>]) -> PathBuf {
+    let path = dir.join(format!("{shape:?}.mcap").replace(['(', ')'], "_"));
+    let mut w = mcap::WriteOptions::new()
+        .profile("ros2")
+        .create(BufWriter::new(std::fs::File::create(&path).unwrap()))
+        .unwrap();
+    let schema = w
+        .add_schema("hostile_msgs/msg/T0", "ros2msg", shape.schema().as_bytes())
+        .unwrap();
+    let channel = w
+        .add_channel(schema, "/hostile", "cdr", &BTreeMap::new())
+        .unwrap();
+    // A topic of a type rclev ships beside it, with one message: what a skipped topic must
+    // not keep from being played.
+    let string = w
+        .add_schema("std_msgs/msg/String", "ros2msg", b"string data\n")
+        .unwrap();
+    let chatter = w
+        .add_channel(string, "/chatter", "cdr", &BTreeMap::new())
+        .unwrap();
+    w.write_to_known_channel(
+        &mcap::records::MessageHeader {
+            channel_id: chatter,
+            sequence: 0,
+            log_time: 1_765_000_000_000_000_000,
+            publish_time: 1_765_000_000_000_000_000,
+        },
+        &cdr(&[3, 0, 0, 0, b'h', b'i', 0]),
+    )
+    .unwrap();
+    for (i, payload) in payloads.iter().enumerate() {
+        let t = 1_765_000_000_000_000_000 + i as u64 * 10_000_000;
+        w.write_to_known_channel(
+            &mcap::records::MessageHeader {
+                channel_id: channel,
+                sequence: i as u32,
+                log_time: t,
+                publish_time: t,
+            },
+            payload,
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+    w.into_inner().flush().unwrap();
+    path
+}
+
+/// A CDR payload: the encapsulation header and `body`.
+fn cdr(body: &[u8]) -> Vec<u8> {
+    [&[0u8, 1, 0, 0][..], body].concat()
+}
+
+/// The defects: `bag play` of a type 100,000 deep aborted with a stack overflow, and of one
+/// 10,000 deep grew to 6 GB over minutes, ignoring Ctrl-C; a cycle's error was one 89 KB line.
+/// Each topic of such a type is now skipped with the limit it is over, and the rest played.
+#[test]
+fn bag_play_skips_types_over_the_limits_and_names_them() {
+    in_netns(
+        "bag_play_skips_types_over_the_limits_and_names_them",
+        LIMIT * 4,
+        || {
+            let dir = scratch("bag-play-types");
+            for (shape, said) in [
+                (Shape::Chain(100_000), "TypeLimits::max_types"),
+                (Shape::Chain(10_000), "TypeLimits::max_types"),
+                (Shape::Chain(100), "TypeLimits::max_depth"),
+                (Shape::Cycle(5_000), "contains itself"),
+            ] {
+                let file = bag(&dir, shape, &[cdr(&[0; 16])]);
+                let out = rclev(&["bag", "play", file.to_str().unwrap()], &[]);
+                let err = stderr(&out);
+                assert!(out.status.success(), "{shape:?}: {err}");
+                let warning = err
+                    .lines()
+                    .find(|l| l.contains("skipping topic /hostile"))
+                    .unwrap_or_else(|| panic!("{shape:?}: no warning in {err}"));
+                assert!(warning.contains(said), "{shape:?}: {warning}");
+                assert!(warning.len() < 400, "{shape:?}: a long line: {warning}");
+                let played = String::from_utf8_lossy(&out.stdout);
+                assert!(played.contains("Published 1 message"), "{shape:?}: {played}");
+            }
+            // A diamond is a type like any other: its size bound is computed once per type,
+            // and its messages are played.
+            let leaf = 0f64.to_le_bytes();
+            let body: Vec<u8> = leaf.iter().copied().cycle().take(8 << 6).collect();
+            let file = bag(&dir, Shape::Diamond(6), &[cdr(&body), cdr(&body)]);
+            let out = rclev(&["bag", "play", file.to_str().unwrap()], &[]);
+            assert!(out.status.success(), "{}", stderr(&out));
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("Published 3 messages"),
+                "{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            std::fs::remove_dir_all(&dir).ok();
+        },
+    );
+}
+
+/// The defects: `topic echo|pub` of an installed type 100,000 deep aborted, a diamond's
+/// `topic echo` hung computing its size path by path (Ctrl-C ignored), and its `topic pub`
+/// built a default value of 2^depth leaves until an 8 GiB cap aborted it. Over both
+/// transports.
+#[test]
+fn topic_echo_and_pub_refuse_installed_types_over_the_limits() {
+    in_netns(
+        "topic_echo_and_pub_refuse_installed_types_over_the_limits",
+        LIMIT * 8,
+        || {
+            let dir = scratch("installed");
+            for rmw in ["rmw_fastrtps_cpp", "rmw_zenoh_cpp"] {
+                let _router = (rmw == "rmw_zenoh_cpp").then(|| {
+                    KilledOnDrop(Some(
+                        Command::new(env!("CARGO_BIN_EXE_rclev"))
+                            .args(["zenoh", "router"])
+                            .stdout(Stdio::null())
+                            .spawn()
+                            .unwrap(),
+                    ))
+                });
+                for (shape, said) in [
+                    (Shape::Chain(100_000), "TypeLimits::max_types"),
+                    (Shape::Chain(200), "TypeLimits::max_depth"),
+                    (Shape::Cycle(3), "contains itself"),
+                    // A diamond 41 deep is a 5 KB description: its default holds 2^42
+                    // values.
+                    (Shape::Diamond(41), "TypeLimits::max_values"),
+                ] {
+                    let prefix = dir.join(format!("{rmw}-{shape:?}"));
+                    shape.install(&prefix);
+                    let env = [
+                        ("AMENT_PREFIX_PATH", prefix.to_str().unwrap()),
+                        ("RMW_IMPLEMENTATION", rmw),
+                        ("ZENOH_ROUTER_CHECK_ATTEMPTS", "30"),
+                    ];
+                    let publish = ["topic", "pub", "/hostile", "hostile_msgs/msg/T0", "--once"];
+                    let mut verbs = vec![&publish[..]];
+                    let echo = ["topic", "echo", "/hostile", "hostile_msgs/msg/T0"];
+                    if !matches!(shape, Shape::Diamond(_)) {
+                        verbs.push(&echo);
+                    }
+                    for args in verbs {
+                        let out = rclev(args, &env);
+                        assert!(!out.status.success(), "{rmw} {shape:?} {args:?}");
+                        let err = stderr(&out);
+                        assert!(err.contains(said), "{rmw} {shape:?} {args:?}: {err}");
+                        assert!(err.len() < 1000, "{rmw} {shape:?} {args:?}: {err}");
+                    }
+                }
+                // The diamond's echo subscribes (its size bound computed once per type),
+                // reports a message that does not decode as the type (the bag's 16 bytes hold
+                // 2 of its 2^41 float64 leaves), and ends cleanly on Ctrl-C.
+                let shape = Shape::Diamond(41);
+                let prefix = dir.join(format!("{rmw}-{shape:?}"));
+                let file = bag(&dir, shape, &[cdr(&[0; 16])]);
+                let env = [
+                    ("AMENT_PREFIX_PATH", prefix.to_str().unwrap()),
+                    ("RMW_IMPLEMENTATION", rmw),
+                    ("ZENOH_ROUTER_CHECK_ATTEMPTS", "30"),
+                ];
+                let mut play = KilledOnDrop(Some(
+                    Command::new(env!("CARGO_BIN_EXE_rclev"))
+                        .args(["bag", "play", file.to_str().unwrap()])
+                        .args(["--wait-for-subscribers", "1"])
+                        .envs(env)
+                        .stdout(Stdio::null())
+                        .spawn()
+                        .unwrap(),
+                ));
+                let echo = ["topic", "echo", "/hostile", "hostile_msgs/msg/T0"];
+                let mut command = Command::new(env!("CARGO_BIN_EXE_rclev"));
+                command.args(echo).envs(env);
+                interrupted_at(command, &echo, Moment::After(true, "did not decode", 1));
+                let status = play.0.take().unwrap().wait().unwrap();
+                assert!(status.success(), "{rmw}: bag play: {status}");
+            }
+            std::fs::remove_dir_all(&dir).ok();
+        },
+    );
+}

@@ -689,7 +689,7 @@ fn ctrl_c_ends_the_long_running_verbs_cleanly_at_any_moment() {
                 "{order: 40}",
                 "--feedback",
             ];
-            let goal = interrupted_at(
+            let (goal, _) = interrupted_at(
                 rclev_with(&goal_args),
                 &goal_args,
                 After(false, "Feedback:", 1),

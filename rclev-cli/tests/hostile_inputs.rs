@@ -12,11 +12,23 @@
 mod common;
 mod support;
 
-use std::collections::BTreeMap;
+use std::any::{Any, TypeId};
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use rclev::interfaces::type_description_interfaces::{msg as td, srv};
+use rclev::msg::{
+    from_cdr, to_cdr, IndividualTypeDescription, TypeDescription, TypeHash, TypeInfo,
+};
+use rclev::transport::{
+    NodeName, Payload, ReadyHook, ServiceEndpoint, ServiceTypes, TopicEndpoint, TypeSupport,
+};
+use rclev::QoSProfile;
 
 use common::in_netns;
 use support::{interrupted_at, KilledOnDrop, Moment};
@@ -210,7 +222,10 @@ fn bag_play_skips_types_over_the_limits_and_names_them() {
                 assert!(warning.contains(said), "{shape:?}: {warning}");
                 assert!(warning.len() < 400, "{shape:?}: a long line: {warning}");
                 let played = String::from_utf8_lossy(&out.stdout);
-                assert!(played.contains("Published 1 message"), "{shape:?}: {played}");
+                assert!(
+                    played.contains("Published 1 message"),
+                    "{shape:?}: {played}"
+                );
             }
             // A diamond is a type like any other: its size bound is computed once per type,
             // and its messages are played.
@@ -306,6 +321,301 @@ fn topic_echo_and_pub_refuse_installed_types_over_the_limits() {
                 let status = play.0.take().unwrap().wait().unwrap();
                 assert!(status.success(), "{rmw}: bag play: {status}");
             }
+            std::fs::remove_dir_all(&dir).ok();
+        },
+    );
+}
+
+/// A type of `shape` in package `package`, as a peer's `~/get_type_description` answers it
+/// (its types in order, unsorted: the hash is over what is sent).
+fn described(package: &str, shape: Shape) -> td::TypeDescription {
+    let n = shape.len();
+    let nested = |name: &str, j: usize| td::Field {
+        name: name.into(),
+        r#type: td::FieldType {
+            type_id: 1,
+            nested_type_name: format!("{package}/msg/T{j}"),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let plain = |name: &str, type_id: u8| td::Field {
+        name: name.into(),
+        r#type: td::FieldType {
+            type_id,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let individual = |i: usize| td::IndividualTypeDescription {
+        type_name: format!("{package}/msg/T{i}"),
+        fields: match (shape, i + 1 < n) {
+            (Shape::Diamond(_), true) => vec![nested("left", i + 1), nested("right", i + 1)],
+            (_, true) => vec![nested("next", i + 1), plain("level", 3)],
+            (Shape::Cycle(_), false) => vec![nested("next", 0), plain("level", 3)],
+            (_, false) => vec![plain("leaf", 11)],
+        },
+    };
+    td::TypeDescription {
+        type_description: individual(0),
+        referenced_type_descriptions: (1..n).map(individual).collect(),
+    }
+}
+
+/// The RIHS01 hash of `d`, as the recorder computes it.
+fn hash_of(d: &td::TypeDescription) -> TypeHash {
+    use rclev_codegen::describe::{self, Description, FieldDescription, IndividualDescription};
+    let individual = |d: &td::IndividualTypeDescription| IndividualDescription {
+        type_name: d.type_name.clone(),
+        fields: d
+            .fields
+            .iter()
+            .map(|f| FieldDescription {
+                name: f.name.clone(),
+                type_id: f.r#type.type_id,
+                capacity: f.r#type.capacity,
+                string_capacity: f.r#type.string_capacity,
+                nested_type_name: f.r#type.nested_type_name.clone(),
+                default_value: f.default_value.clone(),
+            })
+            .collect(),
+    };
+    TypeHash(describe::rihs01(&Description {
+        type_description: individual(&d.type_description),
+        referenced_type_descriptions: d
+            .referenced_type_descriptions
+            .iter()
+            .map(individual)
+            .collect(),
+    }))
+}
+
+/// `d` as the `'static` description a publisher's type support carries (leaked: a test's
+/// few types).
+fn leaked(d: &td::TypeDescription) -> TypeDescription {
+    let text = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+    let individual = |d: &td::IndividualTypeDescription| IndividualTypeDescription {
+        type_name: text(&d.type_name),
+        fields: Box::leak(
+            d.fields
+                .iter()
+                .map(|f| rclev::msg::FieldDescription {
+                    name: text(&f.name),
+                    type_id: f.r#type.type_id,
+                    capacity: f.r#type.capacity,
+                    string_capacity: f.r#type.string_capacity,
+                    nested_type_name: text(&f.r#type.nested_type_name),
+                    default_value: text(&f.default_value),
+                })
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        ),
+    };
+    TypeDescription {
+        type_description: individual(&d.type_description),
+        referenced_type_descriptions: Box::leak(
+            d.referenced_type_descriptions
+                .iter()
+                .map(individual)
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        ),
+    }
+}
+
+/// A hostile node on Zenoh, in the test's process: it publishes one topic per shape (no
+/// messages: the recorder only needs to see the publisher) and answers
+/// `/hostile/get_type_description` with the shape's description, which hashes to what its
+/// publisher announced.
+struct HostilePeer {
+    _publishers: Vec<Arc<dyn rclev::transport::PublisherPort>>,
+    stop: Arc<AtomicBool>,
+    server: Option<std::thread::JoinHandle<()>>,
+}
+
+struct Ring(std::sync::mpsc::SyncSender<()>);
+
+impl ReadyHook for Ring {
+    fn ready(&self) {
+        let _ = self.0.try_send(());
+    }
+}
+
+fn never_serialize(_: &(dyn Any + Send + Sync), _: &mut Vec<u8>) -> rclev::Result<()> {
+    Err(rclev::Error::Transport(
+        "the hostile peer publishes nothing".into(),
+    ))
+}
+
+impl HostilePeer {
+    fn start(topics: &[(&str, &str, Shape)]) -> Self {
+        let transport = rclev_rmw::Rmw::Zenoh.transport().unwrap();
+        let node = transport
+            .create_node(&NodeName {
+                name: "hostile".into(),
+                namespace: "/".into(),
+            })
+            .unwrap();
+        let mut answers: HashMap<(String, String), Vec<u8>> = HashMap::new();
+        let mut publishers = Vec::new();
+        for (topic, package, shape) in topics {
+            let d = described(package, *shape);
+            let hash = hash_of(&d);
+            let type_name = d.type_description.type_name.clone();
+            let info = TypeInfo {
+                type_name: Box::leak(type_name.clone().into_boxed_str()),
+                dds_type_name: Box::leak(format!("{package}::msg::dds_::T0_").into_boxed_str()),
+                hash,
+                description: leaked(&d),
+                sources: &[],
+            };
+            // SAFETY: the serializer appends nothing and fails: no payload is ever encoded
+            // with this type support (the peer publishes nothing).
+            let type_support = unsafe {
+                TypeSupport::from_raw_parts(info, TypeId::of::<()>(), never_serialize, None)
+            };
+            publishers.push(
+                node.create_publisher(
+                    &TopicEndpoint {
+                        name: topic.to_string(),
+                        type_support,
+                        qos: QoSProfile::default(),
+                        reads_message_info: false,
+                    },
+                    Arc::new(()),
+                )
+                .unwrap(),
+            );
+            let answer = srv::GetTypeDescription_Response {
+                successful: true,
+                type_description: d,
+                ..Default::default()
+            };
+            answers.insert((type_name, hash.to_string()), to_cdr(&answer).unwrap());
+        }
+        let (ring, rung) = std::sync::mpsc::sync_channel(1);
+        let server = node
+            .create_service(
+                &ServiceEndpoint {
+                    name: "/hostile/get_type_description".into(),
+                    types: ServiceTypes::of::<srv::GetTypeDescription>(),
+                    qos: QoSProfile::services_default(),
+                },
+                Arc::new(Ring(ring)),
+            )
+            .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let server = std::thread::spawn(move || {
+            let _node = node;
+            while !stopped.load(Ordering::Relaxed) {
+                let _ = rung.recv_timeout(Duration::from_millis(100));
+                while let Some((id, request)) = server.take_request() {
+                    let request: srv::GetTypeDescription_Request = match request {
+                        Payload::Serialized(bytes) => from_cdr(&bytes).unwrap(),
+                        Payload::Shared(value) => value
+                            .downcast_ref::<srv::GetTypeDescription_Request>()
+                            .unwrap()
+                            .clone(),
+                        _ => continue,
+                    };
+                    let answer = answers
+                        .get(&(request.type_name, request.type_hash))
+                        .cloned()
+                        .unwrap_or_else(|| {
+                            to_cdr(&srv::GetTypeDescription_Response::default()).unwrap()
+                        });
+                    let _ = server.send_response(id, Payload::Serialized(Box::new(answer)));
+                }
+            }
+        });
+        Self {
+            _publishers: publishers,
+            stop,
+            server: Some(server),
+        }
+    }
+}
+
+impl Drop for HostilePeer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+    }
+}
+
+/// The defects: `bag record` over Zenoh learnt a type 100,000 deep from a hostile peer without
+/// trouble, and playing back the bag it wrote aborted; a learnt diamond left the recorder
+/// computing its size path by path, never subscribing and ignoring Ctrl-C (the bag left
+/// unclosed and empty). Types over the limits are now refused as they are learnt, for good
+/// (naming the limit), the diamond is recorded, and Ctrl-C leaves a readable bag.
+#[test]
+fn bag_record_over_zenoh_refuses_a_hostile_peers_types_and_records_the_rest() {
+    in_netns(
+        "bag_record_over_zenoh_refuses_a_hostile_peers_types_and_records_the_rest",
+        LIMIT * 3,
+        || {
+            let _router = KilledOnDrop(Some(
+                Command::new(env!("CARGO_BIN_EXE_rclev"))
+                    .args(["zenoh", "router"])
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            ));
+            std::env::set_var("RMW_IMPLEMENTATION", "rmw_zenoh_cpp");
+            std::env::set_var("ZENOH_ROUTER_CHECK_ATTEMPTS", "30");
+            let _peer = HostilePeer::start(&[
+                ("/deep", "deep_msgs", Shape::Chain(100_000)),
+                ("/cycle", "cycle_msgs", Shape::Cycle(5)),
+                ("/diamond", "diamond_msgs", Shape::Diamond(41)),
+            ]);
+            let dir = scratch("record");
+            let bag = dir.join("bag");
+            let args = [
+                "bag",
+                "record",
+                "-o",
+                bag.to_str().unwrap(),
+                "/deep",
+                "/cycle",
+                "/diamond",
+            ];
+            let mut command = Command::new(env!("CARGO_BIN_EXE_rclev"));
+            command.args(args);
+            let (stdout, stderr) = interrupted_at(
+                command,
+                &args,
+                Moment::AfterEach(&[
+                    (false, "Learnt type diamond_msgs/msg/T0 from /hostile"),
+                    (false, "Subscribed to topic '/diamond'"),
+                    (true, "not recording /deep"),
+                    (true, "not recording /cycle"),
+                ]),
+            );
+            let line = |needle: &str| {
+                stderr
+                    .lines()
+                    .find(|l| l.contains(needle))
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let deep = line("not recording /deep");
+            assert!(deep.contains("TypeLimits::max_types"), "{deep}");
+            assert!(!deep.contains("trying again"), "refused for good: {deep}");
+            let cycle = line("not recording /cycle");
+            assert!(cycle.contains("contains itself"), "{cycle}");
+            assert!(
+                stdout.contains("Subscribed to topic '/diamond'"),
+                "{stdout}"
+            );
+            // The bag is closed and readable, with the diamond's topic in it.
+            let info = rclev(&["bag", "info", bag.to_str().unwrap()], &[]);
+            let info_text = String::from_utf8_lossy(&info.stdout);
+            assert!(info.status.success(), "{info_text}");
+            assert!(info_text.contains("/diamond"), "{info_text}");
+            assert!(info_text.contains("diamond_msgs/msg/T0"), "{info_text}");
             std::fs::remove_dir_all(&dir).ok();
         },
     );

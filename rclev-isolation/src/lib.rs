@@ -11,9 +11,13 @@
 //! by side, segments a killed process left behind), so the namespace also gets a private mount
 //! namespace with an empty tmpfs there. Both are gone when the program and its children exit.
 //!
-//! It is made with util-linux's `unshare -n -m --propagation private`, then `ip link set lo
-//! up` (iproute2) and `mount -t tmpfs` on `/dev/shm`, and the program is `exec`ed in it (its
-//! process id is the one [`Isolated::spawn`] returns). That needs **root** (precisely:
+//! It is made with util-linux's `unshare -n -m --propagation private --pid --mount-proc
+//! --kill-child`, then `ip link set lo up` (iproute2) and `mount -t tmpfs` on `/dev/shm`, and
+//! the program is `exec`ed in it as the first process of a PID namespace of its own, with its
+//! own `/proc` (so the process ids it sees of its children are the ones `/proc` shows). The
+//! process [`Isolated::spawn`] returns is `unshare`'s: when it ends (killed past a limit, or
+//! by a Ctrl-C at the terminal), the program is killed, and with it every process it started
+//! — a router, a peer — however it started them. That needs **root** (precisely:
 //! `CAP_SYS_ADMIN` and `CAP_NET_ADMIN`). Before running the program, [`Isolated`] makes a
 //! namespace the same way once, on its own, so that a failure to make one is told apart from
 //! the program's own failure: it is [`IsolationError::Namespace`], carrying what the tools
@@ -59,8 +63,10 @@ const SET_UP: &str = "ip link set lo up && mount -t tmpfs -o mode=1777 rclev-iso
 /// How often [`Isolated::run_within`] looks whether the program has exited.
 const POLL: Duration = Duration::from_millis(20);
 
-/// `unshare` making a network namespace and a private mount namespace, running `sh -c
-/// script` there.
+/// `unshare` making a network namespace, a private mount namespace and a PID namespace with
+/// its own `/proc`, running `sh -c script` there as the PID namespace's first process. When
+/// `unshare` dies, that process is killed (`--kill-child`), and with it, by the kernel, every
+/// process of the namespace: nothing the program started outlives a run that is killed.
 fn unshare(script: &str) -> Command {
     let mut command = Command::new("unshare");
     command.args([
@@ -68,6 +74,9 @@ fn unshare(script: &str) -> Command {
         "-m",
         "--propagation",
         "private",
+        "--pid",
+        "--mount-proc",
+        "--kill-child",
         "--",
         "sh",
         "-c",
@@ -184,8 +193,9 @@ impl Isolated {
         self
     }
 
-    /// Starts the program isolated, once [`check`] has made a namespace: its process (the
-    /// program itself, `exec`ed by the set-up), which the caller waits for.
+    /// Starts the program isolated, once [`check`] has made a namespace: `unshare`'s
+    /// process, which ends with the program's exit status, and which the caller waits for.
+    /// Killing it kills the program and everything it started.
     pub fn spawn(&mut self) -> Result<Child, IsolationError> {
         check()?;
         self.command.spawn().map_err(IsolationError::Io)
@@ -198,7 +208,8 @@ impl Isolated {
     }
 
     /// [`status`](Self::status), within `limit` from its start: a program still running then
-    /// is killed (SIGKILL) and reaped, and the answer is [`IsolationError::TimedOut`].
+    /// is killed (SIGKILL), with every process it started, and the answer is
+    /// [`IsolationError::TimedOut`].
     pub fn run_within(&mut self, limit: Duration) -> Result<ExitStatus, IsolationError> {
         let mut child = self.spawn()?;
         let deadline = Instant::now() + limit;

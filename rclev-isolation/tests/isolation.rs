@@ -68,6 +68,48 @@ fn a_program_past_its_limit_is_killed() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
+/// The defect: a test killed past its limit left the router it had started running, an
+/// orphan, for as long as the machine ran.
+#[test]
+fn what_a_program_started_dies_with_it_when_it_is_killed() {
+    let pidfile =
+        std::env::temp_dir().join(format!("rclev-isolation-grandchild-{}", std::process::id()));
+    let mut run = Isolated::new("sh");
+    // A grandchild that would outlive its parent (in the background, in a session of its
+    // own), which the test finds by its command line: `sleep` with a duration of its own.
+    let tag = format!("600.{}", std::process::id());
+    run.command().args([
+        "-c",
+        &format!(
+            "setsid sleep {tag} & echo started > {}; sleep 600",
+            pidfile.display()
+        ),
+    ]);
+    match run.run_within(Duration::from_secs(2)) {
+        Err(IsolationError::TimedOut { .. }) => {}
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert!(pidfile.exists(), "the grandchild was never started");
+    let _ = std::fs::remove_file(&pidfile);
+    // The kernel kills the namespace's processes when its first one dies, which --kill-child
+    // makes it do when unshare is killed: no process with the tag is left (the kill is
+    // immediate, but reaping is the kernel's: look until it is gone).
+    let alive = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| c.split(|&b| b == 0).any(|arg| arg == tag.as_bytes()))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while alive() {
+        assert!(
+            Instant::now() < deadline,
+            "the grandchild outlived its killed parent"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn without_privilege_it_is_a_typed_error() {
     if std::env::var_os(UNPRIVILEGED).is_some() {

@@ -16,7 +16,6 @@ use rclev::msg::{TypeHash, TypeInfo};
 use rclev::transport::{EndpointInfo, NodePort};
 
 use super::types::{self, Learnt};
-use crate::errors::Result;
 
 /// How many nodes are asked at once. Each ask waits for at most two of
 /// [`types::ASK_WAIT`]; a few askers keep one silent node from delaying the other types.
@@ -49,7 +48,7 @@ struct Answer {
     topic: String,
     type_name: String,
     /// The type, and the node that described it.
-    learnt: Result<(Learnt, String)>,
+    learnt: Asked,
 }
 
 /// What became of a topic's type.
@@ -64,8 +63,9 @@ pub(crate) enum Outcome {
     },
     /// No publisher's node described it; worth asking again later.
     Failed(String),
-    /// The recording has learnt as many types as it may: asking again will not help.
-    OverLimit(String),
+    /// Asking again will not help: the recording has learnt as many types as it may, or
+    /// the type is one rclev does not accept (over its `TypeLimits`, malformed).
+    Refused(String),
 }
 
 /// The askers, and the types learnt so far.
@@ -161,8 +161,9 @@ impl Learner {
     pub(crate) fn next_answer(&mut self) -> Option<(String, String, Outcome)> {
         let answer = self.answers.try_recv().ok()?;
         let outcome = match answer.learnt {
-            Ok((learnt, from)) => self.kept.keep(&answer.type_name, learnt, from),
-            Err(e) => Outcome::Failed(e.to_string()),
+            Asked::Learnt(learnt, from) => self.kept.keep(&answer.type_name, learnt, from),
+            Asked::Refused(why) => Outcome::Refused(why),
+            Asked::Failed(why) => Outcome::Failed(why),
         };
         Some((answer.topic, answer.type_name, outcome))
     }
@@ -205,7 +206,7 @@ impl Kept {
         }
         let size = learnt.size();
         if self.types.len() >= self.max_types || self.bytes + size > self.max_bytes {
-            return Outcome::OverLimit(format!(
+            return Outcome::Refused(format!(
                 "this recording has learnt {} types ({} KiB of descriptions), and learns at \
                  most {} ({} KiB)",
                 self.types.len(),
@@ -234,13 +235,20 @@ pub(crate) fn node_known(publisher: &EndpointInfo) -> bool {
     !publisher.node.name.is_empty() && publisher.node.name != "_NODE_NAME_UNKNOWN_"
 }
 
+/// What asking the nodes of a topic's publishers gave.
+enum Asked {
+    /// The type, and the node that described it.
+    Learnt(Learnt, String),
+    /// A node described the type (its description hashes right) as one rclev does not
+    /// accept: no node will describe it otherwise.
+    Refused(String),
+    /// No node described it, for these reasons.
+    Failed(String),
+}
+
 /// Asks the nodes of the publishers of the job's type in turn (each node once, at most
 /// [`NODES_PER_ASK`]), until one describes it or `stop` is set.
-fn ask_publishers(
-    node: &Arc<dyn NodePort>,
-    job: &Ask,
-    stop: &AtomicBool,
-) -> Result<(Learnt, String)> {
+fn ask_publishers(node: &Arc<dyn NodePort>, job: &Ask, stop: &AtomicBool) -> Asked {
     let mut reasons = Vec::new();
     let mut asked: Vec<String> = Vec::new();
     let publishers = job
@@ -249,7 +257,7 @@ fn ask_publishers(
         .filter(|p| p.type_name == job.type_name);
     for p in publishers {
         if stop.load(Ordering::Relaxed) {
-            return Err("the recording ended".into());
+            return Asked::Failed("the recording ended".into());
         }
         if !node_known(p) {
             reasons.push("a publisher's node is not known yet".to_string());
@@ -265,14 +273,17 @@ fn ask_publishers(
         }
         asked.push(fqn.clone());
         match types::ask(node, &fqn, &job.type_name, p.type_hash) {
-            Ok(learnt) => return Ok((learnt, fqn)),
+            Ok(learnt) => return Asked::Learnt(learnt, fqn),
+            Err(e) if types::refused_for_good(e.as_ref()) => {
+                return Asked::Refused(format!("{fqn} described it: {e}"))
+            }
             Err(e) => reasons.push(format!("{fqn}: {e}")),
         }
     }
     if reasons.is_empty() {
         reasons.push("no publisher of that type".to_string());
     }
-    Err(reasons.join("; ").into())
+    Asked::Failed(reasons.join("; "))
 }
 
 #[cfg(test)]
@@ -323,7 +334,7 @@ mod tests {
             kept.keep(Image::TYPE_NAME, learnt::<Image>(), "/a".into()),
             Outcome::Learnt { .. }
         ));
-        let Outcome::OverLimit(why) = kept.keep(Header::TYPE_NAME, learnt::<Header>(), "/a".into())
+        let Outcome::Refused(why) = kept.keep(Header::TYPE_NAME, learnt::<Header>(), "/a".into())
         else {
             panic!("a second type was kept beyond a limit of one");
         };
@@ -338,7 +349,7 @@ mod tests {
         let mut kept = Kept::new(MAX_TYPES, size - 1);
         assert!(matches!(
             kept.keep(Header::TYPE_NAME, learnt::<Header>(), "/a".into()),
-            Outcome::OverLimit(_)
+            Outcome::Refused(_)
         ));
         assert_eq!((kept.types.len(), kept.bytes), (0, 0));
     }

@@ -562,7 +562,9 @@ fn resolve_types(
             // its error is the one that matters.
             let found = match m.channel.schema.as_ref().filter(|s| !s.data.is_empty()) {
                 Some(schema) => schema_type(&m.channel.topic.type_name, schema),
-                None => Err(format!("{why_unknown}, and the bag has no definition of it")),
+                None => Err(format!(
+                    "{why_unknown}, and the bag has no definition of it"
+                )),
             };
             out.insert(m.channel.topic.name.clone(), found);
             if unknown.is_empty() {

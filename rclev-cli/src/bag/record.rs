@@ -327,7 +327,7 @@ impl Recorder {
                 self.failed.insert(topic, Instant::now() + RETRY);
                 Ok(())
             }
-            Outcome::OverLimit(e) => {
+            Outcome::Refused(e) => {
                 // Left in `known`: never asked again.
                 eprintln!(
                     "rclev: warning: not recording {topic}: its type {type_name} is neither \

@@ -133,8 +133,6 @@ pub(crate) fn from_answer(
     }
     dds_type_name(type_name)?;
     let d = &answer.type_description;
-    // Checked before anything is made of it: the hash below walks it.
-    TypeLimits::DEFAULT.check_message(d)?;
     if d.type_description.type_name != type_name {
         return Err(format!(
             "the node described {}, not {type_name}",
@@ -150,12 +148,16 @@ pub(crate) fn from_answer(
             .map(individual)
             .collect(),
     };
+    // Hashing is linear in the description's size (the answer's bytes bound it).
     let hash = TypeHash(rihs01(&description));
     if hash != expected {
         return Err(
             format!("its description hashes to {hash}, not to the announced {expected}").into(),
         );
     }
+    // The description is the type's own (it hashes right), so a type over rclev's limits is
+    // refused as the type it is, whichever node describes it: see `refused_for_good`.
+    TypeLimits::DEFAULT.check_message(d)?;
     let sources = answer
         .type_sources
         .into_iter()
@@ -172,6 +174,16 @@ pub(crate) fn from_answer(
         description,
         sources,
     })
+}
+
+/// Whether an error of [`from_answer`] refuses the type itself (a description that hashes
+/// right but is over rclev's [`TypeLimits`], or malformed): asking another node for the same
+/// type and hash would give the same description.
+pub(crate) fn refused_for_good(e: &(dyn std::error::Error + 'static)) -> bool {
+    matches!(
+        e.downcast_ref::<rclev::Error>(),
+        Some(rclev::Error::TypeOverLimit { .. } | rclev::Error::InvalidType { .. })
+    )
 }
 
 /// How long one node gets to be ready, and then to answer.

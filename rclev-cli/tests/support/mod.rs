@@ -27,6 +27,8 @@ pub enum Moment {
     AtOnce,
     /// After the `n`th line of its stdout (`false`) or stderr (`true`) that contains the text.
     After(bool, &'static str, usize),
+    /// Once each of these texts was in a line of its stdout (`false`) or stderr (`true`).
+    AfterEach(&'static [(bool, &'static str)]),
 }
 
 /// Whether process `pid` catches SIGINT (bit 1 of `SigCgt`: signal 2).
@@ -42,8 +44,9 @@ pub fn catches_sigint(pid: u32) -> bool {
 }
 
 /// Runs `command` (whose arguments are `args`, for messages), sends it one SIGINT at
-/// `moment`, and asserts that it ended cleanly (exit status 0, no error); returns its stdout.
-pub fn interrupted_at(mut command: Command, args: &[&str], moment: Moment) -> String {
+/// `moment`, and asserts that it ended cleanly (exit status 0, no error); returns its stdout
+/// and its stderr.
+pub fn interrupted_at(mut command: Command, args: &[&str], moment: Moment) -> (String, String) {
     use std::io::{BufRead, BufReader};
     let mut guard = KilledOnDrop(Some(
         command
@@ -67,7 +70,11 @@ pub fn interrupted_at(mut command: Command, args: &[&str], moment: Moment) -> St
         let tx = tx.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stream).lines() {
-                let _ = tx.send((is_err, line.unwrap()));
+                let line = line.unwrap();
+                // Shown as it comes (the harness keeps it for a failure): a wait that never
+                // ends still shows what the command said.
+                eprintln!("| {line}");
+                let _ = tx.send((is_err, line));
             }
         })
     })
@@ -83,6 +90,18 @@ pub fn interrupted_at(mut command: Command, args: &[&str], moment: Moment) -> St
                     "rclev {args:?} ended before it was interrupted"
                 );
                 std::thread::yield_now();
+            }
+        }
+        Moment::AfterEach(needles) => {
+            let mut found = vec![false; needles.len()];
+            while found.contains(&false) {
+                let Ok(line) = lines.recv() else {
+                    panic!("rclev {args:?} ended before it printed all of {needles:?}: {seen:?}");
+                };
+                for (i, (on_stderr, text)) in needles.iter().enumerate() {
+                    found[i] |= line.0 == *on_stderr && line.1.contains(text);
+                }
+                seen.push(line);
             }
         }
         Moment::After(on_stderr, text, n) => {
@@ -112,9 +131,11 @@ pub fn interrupted_at(mut command: Command, args: &[&str], moment: Moment) -> St
         !seen.iter().any(|(_, l)| l.contains("error")),
         "rclev {args:?} interrupted at {moment:?} printed {seen:?}"
     );
-    seen.into_iter()
-        .filter(|(on_stderr, _)| !on_stderr)
-        .map(|(_, l)| l + "\n")
-        .collect()
+    let text = |stderr: bool| -> String {
+        seen.iter()
+            .filter(|(on_stderr, _)| *on_stderr == stderr)
+            .map(|(_, l)| format!("{l}\n"))
+            .collect()
+    };
+    (text(false), text(true))
 }
-

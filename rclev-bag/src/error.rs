@@ -60,6 +60,28 @@ pub enum Error {
         /// What the decoder said.
         source: rclev::Error,
     },
+    /// A storage file is damaged: an index that points past the end of the file, a chunk
+    /// that does not decompress. Nothing of the damaged part is read.
+    #[error("{path}: {reason}")]
+    Corrupt {
+        /// The MCAP file.
+        path: PathBuf,
+        /// Which record, and what is wrong with it.
+        reason: String,
+    },
+    /// A chunk's data does not match the CRC its writer stored: it is damaged, and none of
+    /// it is read (see [`BagReader::check_crcs`](crate::BagReader::check_crcs)).
+    #[error("{path}: {chunk} fails its CRC check (stored {stored:08x}, computed {computed:08x}): its data is damaged")]
+    CrcMismatch {
+        /// The MCAP file.
+        path: PathBuf,
+        /// Which chunk: `chunk 3 (at byte 1234)` when the file's index says, else `a chunk`.
+        chunk: String,
+        /// The CRC the writer stored.
+        stored: u32,
+        /// The CRC of the data as read.
+        computed: u32,
+    },
     /// The writer hit an error before and is no longer usable.
     #[error("the bag writer failed earlier and is closed")]
     Poisoned,
@@ -80,8 +102,17 @@ pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
 }
 
 pub(crate) fn mcap(path: &Path) -> impl FnOnce(mcap::McapError) -> Error + '_ {
-    move |source| Error::Mcap {
-        path: path.to_path_buf(),
-        source,
+    move |source| match source {
+        // The linear reader's own check of a chunk (a file read without its index).
+        mcap::McapError::BadChunkCrc { saved, calculated } => Error::CrcMismatch {
+            path: path.to_path_buf(),
+            chunk: "a chunk".into(),
+            stored: saved,
+            computed: calculated,
+        },
+        source => Error::Mcap {
+            path: path.to_path_buf(),
+            source,
+        },
     }
 }

@@ -23,6 +23,7 @@ mod metadata;
 mod qos;
 mod reader;
 mod writer;
+pub mod yaml;
 
 pub use definition::{message_definition, SCHEMA_ENCODING};
 pub use error::{Error, Result};

@@ -251,8 +251,7 @@ impl BagMetadata {
             path: path.to_path_buf(),
             reason,
         };
-        let docs = yaml_rust2::YamlLoader::load_from_str(text)
-            .map_err(|e| bad(format!("invalid YAML: {e}")))?;
+        let docs = crate::yaml::load(text).map_err(|e| bad(e.to_string()))?;
         let doc = docs.first().ok_or_else(|| bad("empty".into()))?;
         let info = &doc["rosbag2_bagfile_information"];
         if info.is_badvalue() {
@@ -262,7 +261,10 @@ impl BagMetadata {
             match node {
                 Yaml::Integer(n) if *n >= 0 => Ok(*n as u64),
                 Yaml::BadValue | Yaml::Null => Ok(0),
-                other => Err(bad(format!("{what} is not a count: {other:?}"))),
+                other => Err(bad(format!(
+                    "{what} is not a count: it is {}",
+                    crate::yaml::kind(other)
+                ))),
             }
         };
         let string = |node: &Yaml| -> String {

@@ -88,9 +88,11 @@ pub fn profiles_from_yaml(text: &str) -> Result<Vec<QoSProfile>, String> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
-    let docs = yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| e.to_string())?;
+    let docs = crate::yaml::load(text).map_err(|e| e.to_string())?;
     match docs.first() {
         None | Some(Yaml::Null) => Ok(Vec::new()),
+        // The text is the list itself: a string here would be a string in a string.
+        Some(Yaml::String(_)) => Err("offered_qos_profiles is not a list: it is a string".into()),
         Some(doc) => profiles_from_node(doc),
     }
 }
@@ -102,7 +104,10 @@ pub(crate) fn profiles_from_node(node: &Yaml) -> Result<Vec<QoSProfile>, String>
         Yaml::Array(items) => items.iter().map(profile).collect(),
         Yaml::String(text) => profiles_from_yaml(text),
         Yaml::Null => Ok(Vec::new()),
-        other => Err(format!("offered_qos_profiles is not a list: {other:?}")),
+        other => Err(format!(
+            "offered_qos_profiles is not a list: it is {}",
+            crate::yaml::kind(other)
+        )),
     }
 }
 
@@ -112,7 +117,10 @@ fn policy<'a>(p: &'a Yaml, key: &str) -> Result<Option<PolicyValue<'a>>, String>
         Yaml::BadValue | Yaml::Null => Ok(None),
         Yaml::String(s) => Ok(Some(PolicyValue::Name(s))),
         Yaml::Integer(n) => Ok(Some(PolicyValue::Number(*n))),
-        other => Err(format!("QoS {key} is not a policy: {other:?}")),
+        other => Err(format!(
+            "QoS {key} is not a policy: it is {}",
+            crate::yaml::kind(other)
+        )),
     }
 }
 
@@ -136,7 +144,10 @@ fn duration(p: &Yaml, key: &str) -> Result<Option<Duration>, String> {
     let part = |k: &str| match &d[k] {
         Yaml::Integer(n) if *n >= 0 => Ok(*n as u64),
         Yaml::BadValue => Ok(0),
-        other => Err(format!("QoS {key}.{k} is not a count: {other:?}")),
+        other => Err(format!(
+            "QoS {key}.{k} is not a count: it is {}",
+            crate::yaml::kind(other)
+        )),
     };
     let (sec, nsec) = (part("sec")?, part("nsec")?);
     // Foxy wrote "infinite" as {2147483647, …}: no real QoS duration is 68 years long.
@@ -153,7 +164,12 @@ fn profile(p: &Yaml) -> Result<QoSProfile, String> {
     let depth = match &p["depth"] {
         Yaml::Integer(n) if *n >= 0 => *n as usize,
         Yaml::BadValue | Yaml::Null => 0,
-        other => return Err(format!("QoS depth is not a count: {other:?}")),
+        other => {
+            return Err(format!(
+                "QoS depth is not a count: it is {}",
+                crate::yaml::kind(other)
+            ))
+        }
     };
     if let Some(v) = policy(p, "history")? {
         q.history = match v {

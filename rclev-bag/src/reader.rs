@@ -107,6 +107,7 @@ pub struct BagReader {
     metadata: BagMetadata,
     has_metadata_file: bool,
     incomplete: Vec<Incomplete>,
+    check_crcs: bool,
 }
 
 /// The MCAP magic a complete file ends with.
@@ -175,12 +176,14 @@ fn record_limit(len: u64) -> usize {
     usize::try_from(len.max(1 << 30)).unwrap_or(usize::MAX)
 }
 
-/// A linear reader of the file at `path` (records bounded by [`record_limit`]).
-fn linear(path: &Path) -> Result<mcap::io::MessageReader<BufReader<File>>> {
+/// A linear reader of the file at `path` (records bounded by [`record_limit`]), which checks
+/// each chunk's CRC if `check_crcs`.
+fn linear(path: &Path, check_crcs: bool) -> Result<mcap::io::MessageReader<BufReader<File>>> {
     let f = File::open(path).map_err(io(path))?;
     let len = f.metadata().map_err(io(path))?.len();
-    let options =
-        mcap::sans_io::LinearReaderOptions::default().with_record_length_limit(record_limit(len));
+    let options = mcap::sans_io::LinearReaderOptions::default()
+        .with_record_length_limit(record_limit(len))
+        .with_validate_chunk_crcs(check_crcs);
     Ok(mcap::io::MessageReader::new_with_options(
         BufReader::with_capacity(1 << 20, f),
         options,
@@ -199,7 +202,8 @@ fn scan(path: &Path, complete: bool) -> Result<Scan> {
     let mut ids: HashMap<u16, usize> = HashMap::new();
     let (mut first, mut last, mut count) = (u64::MAX, 0u64, 0u64);
     let mut incomplete = None;
-    for m in linear(path)? {
+    // Counting only: the messages' chunks are checked when they are read.
+    for m in linear(path, false)? {
         let m = match m {
             Ok(m) => m,
             Err(e) if !complete => {
@@ -311,11 +315,12 @@ impl BagReader {
                 metadata,
                 has_metadata_file: false,
                 incomplete,
+                check_crcs: true,
             });
         }
         let metadata_path = path.join(METADATA_FILE);
         if metadata_path.is_file() {
-            let text = std::fs::read_to_string(&metadata_path).map_err(io(&metadata_path))?;
+            let text = crate::yaml::read_file(&metadata_path).map_err(io(&metadata_path))?;
             let metadata = BagMetadata::from_yaml(&text, &metadata_path)?;
             if metadata.storage_identifier != "mcap" {
                 return Err(Error::Metadata {
@@ -327,7 +332,13 @@ impl BagReader {
                 });
             }
             let mut files = Vec::new();
+            // A file listed twice is read once: a metadata.yaml listing one file 100,000 times
+            // made a 5-message bag play 500,000.
+            let mut listed = std::collections::HashSet::new();
             for relative in &metadata.relative_file_paths {
+                if !listed.insert(relative.as_str()) {
+                    continue;
+                }
                 // A file name, not a path out of the bag directory.
                 if Path::new(relative).components().count() != 1 {
                     return Err(Error::Metadata {
@@ -350,6 +361,7 @@ impl BagReader {
                 metadata,
                 has_metadata_file: true,
                 incomplete,
+                check_crcs: true,
             });
         }
         let mut files: Vec<PathBuf> = std::fs::read_dir(path)
@@ -367,7 +379,16 @@ impl BagReader {
             metadata,
             has_metadata_file: false,
             incomplete,
+            check_crcs: true,
         })
+    }
+
+    /// Whether reading checks each chunk's data against the CRC its writer stored (default:
+    /// yes; a chunk that fails is an [`Error::Corrupt`], and nothing of it is read). Off, a
+    /// damaged chunk is read as it is, as far as it decodes — as MCAP readers allow.
+    pub fn check_crcs(&mut self, check: bool) -> &mut Self {
+        self.check_crcs = check;
+        self
     }
 
     /// What the bag holds (from `metadata.yaml`, or read from the files without one).
@@ -471,6 +492,118 @@ fn read_summary(path: &Path) -> Result<Option<mcap::Summary>> {
     Ok(reader.finish())
 }
 
+/// What the reader needs of a chunk, found by the offset of its data: where its record
+/// starts (its header holds the CRC), which chunk of the index it is, its compression.
+struct ChunkAt {
+    number: usize,
+    start: u64,
+    compression: String,
+    uncompressed_size: u64,
+}
+
+/// The chunks of `summary`'s index by the offset of their data, each checked to lie within
+/// the file's `len` bytes: an index entry pointing past the end is named, not met later as
+/// a failed seek.
+fn chunks_of(summary: &mcap::Summary, len: u64, path: &Path) -> Result<HashMap<u64, ChunkAt>> {
+    let mut chunks = HashMap::with_capacity(summary.chunk_indexes.len());
+    for (number, c) in summary.chunk_indexes.iter().enumerate() {
+        let data = c.compressed_data_offset().ok();
+        let end = c.chunk_start_offset.checked_add(c.chunk_length);
+        let data_end = data.and_then(|d| d.checked_add(c.compressed_size));
+        let (Some(data), Some(end), Some(data_end)) = (data, end, data_end) else {
+            return Err(corrupt(
+                path,
+                format!("chunk {number} of the index: offsets overflow"),
+            ));
+        };
+        if end > len || data_end > end {
+            return Err(corrupt(
+                path,
+                format!(
+                    "chunk {number} of the index is at bytes {}..{end}, past the end of the \
+                     file ({len} bytes)",
+                    c.chunk_start_offset
+                ),
+            ));
+        }
+        chunks.insert(
+            data,
+            ChunkAt {
+                number,
+                start: c.chunk_start_offset,
+                compression: c.compression.clone(),
+                uncompressed_size: c.uncompressed_size,
+            },
+        );
+    }
+    Ok(chunks)
+}
+
+fn corrupt(path: &Path, reason: String) -> Error {
+    Error::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    }
+}
+
+/// Where a chunk record's `uncompressed_crc` is, from the record's start: opcode (1), length
+/// (8), message start and end times (8 + 8), uncompressed size (8).
+const CHUNK_CRC_AT: u64 = 1 + 8 + 8 + 8 + 8;
+
+/// A `Write` that only hashes what it is given.
+struct Crc(crc32fast::Hasher);
+
+impl std::io::Write for Crc {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Checks the chunk whose (compressed) data is `data` against the CRC its header holds (0:
+/// none written, as rclev's writer and rosbag2's default leave it), decompressing it as a
+/// stream into the hash: the chunk's records are not kept twice.
+fn check_chunk_crc(file: &mut File, chunk: &ChunkAt, data: &[u8], path: &Path) -> Result<()> {
+    let mut stored = [0u8; 4];
+    file.seek(SeekFrom::Start(chunk.start + CHUNK_CRC_AT))
+        .and_then(|_| file.read_exact(&mut stored))
+        .map_err(io(path))?;
+    let stored = u32::from_le_bytes(stored);
+    if stored == 0 {
+        return Ok(());
+    }
+    let mut crc = Crc(crc32fast::Hasher::new());
+    match chunk.compression.as_str() {
+        "" => crc.0.update(data),
+        "zstd" => {
+            // Bounded as the reader bounds it: no more than the index says it holds.
+            let mut decoder = zstd::stream::read::Decoder::new(data).map_err(io(path))?;
+            let copied = std::io::copy(&mut (&mut decoder).take(chunk.uncompressed_size), &mut crc);
+            if copied.is_err() {
+                return Err(corrupt(
+                    path,
+                    format!("chunk {} does not decompress", chunk.number),
+                ));
+            }
+        }
+        // Read by the MCAP reader, which refuses it with its own error.
+        _ => return Ok(()),
+    }
+    let computed = crc.0.finalize();
+    if computed != stored {
+        return Err(Error::CrcMismatch {
+            path: path.to_path_buf(),
+            chunk: format!("chunk {} (at byte {})", chunk.number, chunk.start),
+            stored,
+            computed,
+        });
+    }
+    Ok(())
+}
+
 /// A file being read: by its index, in log-time order (a complete file), or from start to
 /// end (a file without summary, or without chunks).
 enum Source {
@@ -479,6 +612,8 @@ enum Source {
         summary: mcap::Summary,
         reader: mcap::sans_io::indexed_reader::IndexedReader,
         buffer: Vec<u8>,
+        chunks: HashMap<u64, ChunkAt>,
+        check_crcs: bool,
     },
     Linear {
         messages: mcap::io::MessageReader<BufReader<File>>,
@@ -490,12 +625,17 @@ enum Source {
 type Raw = (Arc<mcap::Channel<'static>>, u64, u64, Vec<u8>);
 
 impl Source {
-    fn open(path: &Path, topics: Option<&std::collections::HashSet<String>>) -> Result<Self> {
+    fn open(
+        path: &Path,
+        topics: Option<&std::collections::HashSet<String>>,
+        check_crcs: bool,
+    ) -> Result<Self> {
         let complete = is_complete(path)?;
         if complete {
             if let Some(summary) = read_summary(path)? {
                 if !summary.chunk_indexes.is_empty() {
                     let len = std::fs::metadata(path).map_err(io(path))?.len();
+                    let chunks = chunks_of(&summary, len, path)?;
                     let mut options = mcap::sans_io::indexed_reader::IndexedReaderOptions::new()
                         .with_record_length_limit(record_limit(len));
                     if let Some(topics) = topics {
@@ -510,12 +650,14 @@ impl Source {
                         summary,
                         reader,
                         buffer: Vec::new(),
+                        chunks,
+                        check_crcs,
                     });
                 }
             }
         }
         Ok(Source::Linear {
-            messages: linear(path)?,
+            messages: linear(path, check_crcs)?,
             complete,
         })
     }
@@ -529,6 +671,8 @@ impl Source {
                 summary,
                 reader,
                 buffer,
+                chunks,
+                check_crcs,
             } => loop {
                 use mcap::sans_io::indexed_reader::IndexedReadEvent;
                 let event = match reader.next_event()? {
@@ -537,12 +681,24 @@ impl Source {
                 };
                 match event {
                     IndexedReadEvent::ReadChunkRequest { offset, length } => {
+                        // Every chunk of the index was checked to lie within the file.
+                        let Some(chunk) = chunks.get(&offset) else {
+                            return Some(Err(corrupt(
+                                path,
+                                format!("a chunk at byte {offset} that the index does not have"),
+                            )));
+                        };
                         buffer.resize(length, 0);
                         let read = file
                             .seek(SeekFrom::Start(offset))
                             .and_then(|_| file.read_exact(buffer));
                         if let Err(e) = read {
                             return Some(Err(io(path)(e)));
+                        }
+                        if *check_crcs {
+                            if let Err(e) = check_chunk_crc(file, chunk, buffer, path) {
+                                return Some(Err(e));
+                            }
                         }
                         if let Err(e) = reader.insert_chunk_record_data(offset, buffer) {
                             return Some(Err(mcap_err(path)(e)));
@@ -601,7 +757,7 @@ impl Iterator for Messages<'_> {
                 let path = self.reader.files.get(self.next_file)?;
                 let index = self.next_file;
                 self.next_file += 1;
-                match Source::open(path, self.topics.as_ref()) {
+                match Source::open(path, self.topics.as_ref(), self.reader.check_crcs) {
                     Ok(source) => self.current = Some((index, source)),
                     Err(e) => return Some(Err(e)),
                 }

@@ -10,7 +10,7 @@ use rclev::interfaces::rcl_interfaces::msg::{Parameter as ParameterMsg, Paramete
 use rclev::interfaces::rcl_interfaces::srv::*;
 use rclev::msg::ServiceType;
 use rclev::{Context, Executor, Node, NodeOptions, ParameterValue, SpinOptions};
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::Yaml;
 
 use crate::errors::Result;
 
@@ -152,7 +152,7 @@ pub fn get(node: &str, name: &str) -> Result {
 /// A value given on the command line, read as YAML as `ros2 param set` reads it: `true`, `5`,
 /// `2.5`, `text`, `[1, 2]`.
 pub fn parse_value(text: &str) -> Result<ParameterValue> {
-    let docs = YamlLoader::load_from_str(text)?;
+    let docs = rclev_bag::yaml::load(text)?;
     let yaml = docs
         .into_iter()
         .next()

@@ -389,8 +389,7 @@ pub fn publish(o: PubOptions<'_>) -> Result {
 /// Builds a message from YAML: a mapping of field names to values (nested mappings for
 /// nested messages, lists for arrays); fields left out keep their defaults.
 pub fn from_yaml(info: &TypeInfo, text: &str) -> Result<DynamicMessage> {
-    let docs =
-        yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| format!("invalid YAML: {e}"))?;
+    let docs = rclev_bag::yaml::load(text)?;
     let ty = DynamicType::new(&info.description)?;
     let mut msg = ty.default_message()?;
     match docs.first() {
@@ -439,7 +438,11 @@ fn convert(
 ) -> Result<Value> {
     use yaml_rust2::Yaml;
     let wrong = |what: &str| -> Box<dyn std::error::Error + Send + Sync> {
-        format!("{path}: {what} expected, not {yaml:?}").into()
+        format!(
+            "{path}: {what} expected, not {}",
+            rclev_bag::yaml::shown(yaml)
+        )
+        .into()
     };
     Ok(match template {
         Value::Bool(_) => Value::Bool(yaml.as_bool().ok_or_else(|| wrong("true or false"))?),

@@ -107,6 +107,10 @@ pub struct PlayArgs {
     /// subscriptions (rclev's, like `ros2 topic pub -w`).
     #[arg(long, default_value_t = 0)]
     pub wait_for_subscribers: usize,
+    /// Play chunks whose data fails its CRC check, as far as they decode (by default a
+    /// damaged chunk ends playback with an error that names it).
+    #[arg(long)]
+    pub no_crc_check: bool,
 }
 
 /// Runs a `bag` command.

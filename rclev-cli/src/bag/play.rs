@@ -80,6 +80,8 @@ pub(crate) struct PlayOptions {
     pub start_paused: bool,
     /// Wait until every topic's publisher has this many matched subscriptions before playing.
     pub wait_for_subscribers: usize,
+    /// Check each chunk against its CRC (`--no-crc-check` turns it off).
+    pub check_crcs: bool,
     /// Print what happens, as `ros2 bag play` does (start, pause, rate, end).
     pub announce: bool,
     /// How long the publishers stay after the last message ([`LINGER`] for the CLI).
@@ -110,7 +112,7 @@ impl PlayOptions {
         let qos_overrides = match &args.qos_profile_overrides_path {
             None => HashMap::new(),
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                let text = rclev_bag::yaml::read_file(path)
                     .map_err(|e| format!("--qos-profile-overrides-path {}: {e}", path.display()))?;
                 qos::overrides_from_yaml(&text)
                     .map_err(|e| format!("--qos-profile-overrides-path {}: {e}", path.display()))?
@@ -136,6 +138,7 @@ impl PlayOptions {
             delay: seconds("--delay", args.delay)?,
             start_paused: args.start_paused,
             wait_for_subscribers: args.wait_for_subscribers,
+            check_crcs: !args.no_crc_check,
             announce: true,
             linger: LINGER,
         })
@@ -270,7 +273,8 @@ pub(crate) fn play_with(
     controls: &mpsc::Receiver<Control>,
     observer: &mut dyn FnMut(&Published<'_>),
 ) -> Result<PlaySummary> {
-    let reader = BagReader::open(&options.bag)?;
+    let mut reader = BagReader::open(&options.bag)?;
+    reader.check_crcs(options.check_crcs);
     for i in reader.incomplete() {
         eprintln!(
             "rclev: warning: {} was not closed by its recorder: playing its first {} messages \
@@ -456,6 +460,9 @@ fn read_ahead(reader: &BagReader, names: &[String], looped: bool, out: &mpsc::Sy
         for m in reader.messages_on(names.iter().cloned()) {
             let item = match m {
                 Ok(m) => Read::Message(m),
+                Err(e @ rclev_bag::Error::CrcMismatch { .. }) => Read::Error(format!(
+                    "{e} (--no-crc-check plays a damaged chunk as far as it decodes)"
+                )),
                 Err(e) => Read::Error(e.to_string()),
             };
             let failed = matches!(item, Read::Error(_));

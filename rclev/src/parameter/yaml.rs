@@ -222,6 +222,10 @@ pub(crate) type NodeParameters = (String, Vec<(String, ParameterValue)>);
 /// in the order the file names them (a key appears once per `ros__parameters` section; a
 /// name again for a later value): the format rcl reads (`node: {ros__parameters: {…}}`,
 /// node keys nested as namespaces, parameters nested as dotted names).
+/// The most mappings a params file nests (node namespaces, the node, `ros__parameters`, and
+/// the dotted parts of parameter names): far more than real files use.
+const MAX_NESTING: usize = 64;
+
 pub(crate) fn parse_params_file(text: &str) -> Result<Vec<NodeParameters>, YamlError> {
     let mut out: Vec<NodeParameters> = Vec::new();
     let mut parser = Parser::new_from_str(text);
@@ -245,6 +249,11 @@ pub(crate) fn parse_params_file(text: &str) -> Result<Vec<NodeParameters>, YamlE
                 let key = pending_key.take();
                 if !path.is_empty() && key.is_none() {
                     return Err(format!("a mapping as a key{at}"));
+                }
+                // Each parameter's name joins the keys above it: a file nesting thousands of
+                // mappings would cost quadratic time in names alone.
+                if path.len() == MAX_NESTING {
+                    return Err(format!("mappings nested deeper than {MAX_NESTING}{at}"));
                 }
                 path.push(key);
             }
@@ -391,6 +400,17 @@ mod tests {
         ] {
             assert!(parse_value(bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn a_params_file_nesting_thousands_of_mappings_is_refused_at_once() {
+        let mut file = String::from("/**:\n  ros__parameters:\n");
+        for level in 0..5_000 {
+            let indent = " ".repeat(4 + 2 * level);
+            file.push_str(&format!("{indent}p{level}: 1\n{indent}n{level}:\n"));
+        }
+        let e = parse_params_file(&file).unwrap_err();
+        assert!(e.contains("nested deeper than 64"), "{e}");
     }
 
     #[test]

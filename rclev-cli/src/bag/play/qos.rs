@@ -66,21 +66,24 @@ const KEYS: &[&str] = &[
 /// As ros2bag (which builds an rclpy `QoSProfile` from each), a policy left out keeps the
 /// default profile's, a depth without history means keep-last, and an unknown key is an error.
 pub(crate) fn overrides_from_yaml(text: &str) -> Result<HashMap<String, QoSProfile>, String> {
-    let docs = yaml_rust2::YamlLoader::load_from_str(text).map_err(|e| e.to_string())?;
+    let docs = rclev_bag::yaml::load(text).map_err(|e| e.to_string())?;
     let map = match docs.first() {
         None | Some(Yaml::Null) => return Ok(HashMap::new()),
         Some(Yaml::Hash(map)) => map,
         Some(other) => {
             return Err(format!(
                 "a mapping of topic names to QoS profiles is expected, not {}",
-                describe(other)
+                rclev_bag::yaml::shown(other)
             ))
         }
     };
     let mut out = HashMap::new();
     for (topic, profile) in map {
         let Some(topic) = topic.as_str() else {
-            return Err(format!("topic names are strings, not {}", describe(topic)));
+            return Err(format!(
+                "topic names are strings, not {}",
+                rclev_bag::yaml::shown(topic)
+            ));
         };
         let profile = override_profile(profile).map_err(|e| format!("{topic}: {e}"))?;
         out.insert(topic.to_string(), profile);
@@ -92,7 +95,7 @@ fn override_profile(node: &Yaml) -> Result<QoSProfile, String> {
     let Yaml::Hash(map) = node else {
         return Err(format!(
             "a mapping of QoS policies is expected, not {}",
-            describe(node)
+            rclev_bag::yaml::shown(node)
         ));
     };
     for key in map.keys() {
@@ -101,7 +104,7 @@ fn override_profile(node: &Yaml) -> Result<QoSProfile, String> {
             _ => {
                 return Err(format!(
                     "unexpected key {} for a QoS profile (known: {})",
-                    describe(key),
+                    rclev_bag::yaml::shown(key),
                     KEYS.join(", ")
                 ))
             }
@@ -134,19 +137,6 @@ fn override_profile(node: &Yaml) -> Result<QoSProfile, String> {
 }
 
 /// A YAML node, for an error message.
-fn describe(node: &Yaml) -> String {
-    match node {
-        Yaml::String(s) => format!("'{s}'"),
-        Yaml::Integer(i) => i.to_string(),
-        Yaml::Real(r) => r.clone(),
-        Yaml::Boolean(b) => b.to_string(),
-        Yaml::Array(_) => "a list".into(),
-        Yaml::Hash(_) => "a mapping".into(),
-        Yaml::Null => "nothing".into(),
-        _ => format!("{node:?}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -508,3 +508,80 @@ fn bad_options_are_errors_that_say_why() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The defect: a message whose CDR payload was empty was "published" (counted among the
+/// messages played), and no later message on its topic reached any subscriber, rclev's or
+/// rclpy's. A payload that is not CDR (shorter than its 4-byte header, or with a header
+/// naming no CDR representation) is now skipped with a warning naming it, and the rest is
+/// played.
+#[test]
+fn a_message_that_is_not_cdr_is_skipped_and_the_rest_played() {
+    in_netns(
+        "a_message_that_is_not_cdr_is_skipped_and_the_rest_played",
+        LIMIT,
+        || {
+            use rclev::interfaces::std_msgs::msg::String as Text;
+            let dir = scratch("not-cdr");
+            let bag = dir.join("bag");
+            let mut w =
+                rclev_bag::BagWriter::create(&bag, rclev_bag::WriterOptions::default()).unwrap();
+            let t = w
+                .add_topic(rclev_bag::BagTopic::of::<Text>(
+                    "/chatter",
+                    rclev::QoSProfile::default(),
+                ))
+                .unwrap();
+            let good = |i: u64| {
+                rclev::msg::to_cdr(&Text {
+                    data: format!("m{i}"),
+                })
+                .unwrap()
+            };
+            let payloads: Vec<Vec<u8>> = vec![
+                good(0),
+                Vec::new(),
+                good(2),
+                vec![0, 1],
+                good(4),
+                vec![0x7f, 0x7f, 0, 0, 1, 2, 3, 4],
+                good(6),
+                good(7),
+            ];
+            for (i, p) in payloads.iter().enumerate() {
+                let at = T0 + i as u64 * 20 * MS;
+                w.write_raw(t, at, at, p).unwrap();
+            }
+            w.finish().unwrap();
+            let listener = Peer::start(
+                "bag_play_peer.py",
+                &["listen", "5", "30", "/chatter:std_msgs/msg/String"],
+            );
+            let out = play(
+                &[bag.to_str().unwrap(), "--wait-for-subscribers", "1"],
+                false,
+            );
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{stdout}\n{stderr}");
+            assert!(
+                stdout.contains("Published 5 messages on 1 topic"),
+                "{stdout}"
+            );
+            assert_eq!(
+                stderr.matches("skipping message").count(),
+                3,
+                "one warning per payload skipped: {stderr}"
+            );
+            assert!(
+                stderr.contains("3 messages of the bag are not CDR"),
+                "{stderr}"
+            );
+            let (got, _) = received(&listener.finish(LIMIT));
+            let data: Vec<String> = got
+                .iter()
+                .map(|m| rclev::msg::from_cdr::<Text>(&m.data).unwrap().data)
+                .collect();
+            assert_eq!(data, ["m0", "m2", "m4", "m6", "m7"]);
+        },
+    );
+}

@@ -143,6 +143,16 @@ impl Shape {
 /// A one-file bag (`.mcap`) with topic `/hostile` of type `hostile_msgs/msg/T0` as `shape`
 /// defines it, and `payloads` on it.
 fn bag(dir: &Path, shape: Shape, payloads: &[Vec<u8>]) -> PathBuf {
+    bag_with(dir, shape, payloads, &BTreeMap::new())
+}
+
+/// [`bag`], with `metadata` for the `/hostile` channel.
+fn bag_with(
+    dir: &Path,
+    shape: Shape,
+    payloads: &[Vec<u8>],
+    metadata: &BTreeMap<String, String>,
+) -> PathBuf {
     let path = dir.join(format!("{shape:?}.mcap").replace(['(', ')'], "_"));
     let mut w = mcap::WriteOptions::new()
         .profile("ros2")
@@ -151,9 +161,7 @@ fn bag(dir: &Path, shape: Shape, payloads: &[Vec<u8>]) -> PathBuf {
     let schema = w
         .add_schema("hostile_msgs/msg/T0", "ros2msg", shape.schema().as_bytes())
         .unwrap();
-    let channel = w
-        .add_channel(schema, "/hostile", "cdr", &BTreeMap::new())
-        .unwrap();
+    let channel = w.add_channel(schema, "/hostile", "cdr", metadata).unwrap();
     // A topic of a type rclev ships beside it, with one message: what a skipped topic must
     // not keep from being played.
     let string = w
@@ -616,6 +624,107 @@ fn bag_record_over_zenoh_refuses_a_hostile_peers_types_and_records_the_rest() {
             assert!(info.status.success(), "{info_text}");
             assert!(info_text.contains("/diamond"), "{info_text}");
             assert!(info_text.contains("diamond_msgs/msg/T0"), "{info_text}");
+            std::fs::remove_dir_all(&dir).ok();
+        },
+    );
+}
+
+/// Nine levels of ten aliases each: 10^9 nodes once expanded, from 300 bytes.
+fn billion_laughs() -> String {
+    let mut text = String::from("x0: &x0 [lol]\n");
+    for i in 1..=9 {
+        let uses = vec![format!("*x{}", i - 1); 10].join(", ");
+        text.push_str(&format!("x{i}: &x{i} [{uses}]\n"));
+    }
+    text
+}
+
+/// The defect: YAML aliases ("billion laughs") in a bag's `metadata.yaml`, in an MCAP
+/// channel's `offered_qos_profiles` (one `.mcap` file is enough) or in `bag play
+/// --qos-profile-overrides-path` grew rclev to its address-space cap until it aborted. Each is
+/// now refused at once, naming the alias or anchor; so is a document nested 100,000 deep.
+#[test]
+fn yaml_alias_bombs_are_refused_wherever_yaml_is_read() {
+    in_netns(
+        "yaml_alias_bombs_are_refused_wherever_yaml_is_read",
+        LIMIT * 4,
+        || {
+            let dir = scratch("yaml");
+            let bomb = billion_laughs();
+            let deep = "- ".repeat(100_000) + "x\n";
+            let ok = cdr(&0f64.to_le_bytes());
+            for (name, text) in [("bomb", &bomb), ("deep", &deep)] {
+                let refused = |out: &Output, what: &str| {
+                    let err = stderr(out);
+                    assert!(!out.status.success(), "{name} in {what}: {err}");
+                    let said = if name == "bomb" {
+                        "anchor"
+                    } else {
+                        "deeper than 64"
+                    };
+                    assert!(err.contains(said), "{name} in {what}: {err}");
+                    assert!(err.len() < 1000, "{name} in {what}: {err}");
+                };
+                // A channel's offered_qos_profiles.
+                let metadata =
+                    BTreeMap::from([("offered_qos_profiles".to_string(), text.to_string())]);
+                let sub = dir.join(name);
+                std::fs::create_dir_all(&sub).unwrap();
+                let file = bag_with(&sub, Shape::Chain(1), &[ok.clone()], &metadata);
+                refused(
+                    &rclev(&["bag", "play", file.to_str().unwrap()], &[]),
+                    "a channel",
+                );
+                refused(
+                    &rclev(&["bag", "info", file.to_str().unwrap()], &[]),
+                    "a channel",
+                );
+                // A QoS override file.
+                let clean = bag(&sub, Shape::Chain(2), &[ok.clone()]);
+                let overrides = sub.join("overrides.yaml");
+                std::fs::write(&overrides, text).unwrap();
+                refused(
+                    &rclev(
+                        &[
+                            "bag",
+                            "play",
+                            clean.to_str().unwrap(),
+                            "--qos-profile-overrides-path",
+                            overrides.to_str().unwrap(),
+                        ],
+                        &[],
+                    ),
+                    "an override file",
+                );
+                // A bag directory's metadata.yaml.
+                let bag_dir = sub.join("bag");
+                std::fs::create_dir_all(&bag_dir).unwrap();
+                std::fs::copy(&clean, bag_dir.join("bag_0.mcap")).unwrap();
+                std::fs::write(bag_dir.join("metadata.yaml"), text).unwrap();
+                refused(
+                    &rclev(&["bag", "play", bag_dir.to_str().unwrap()], &[]),
+                    "metadata",
+                );
+                refused(
+                    &rclev(&["bag", "info", bag_dir.to_str().unwrap()], &[]),
+                    "metadata",
+                );
+                // A value on the command line.
+                let value = if name == "deep" {
+                    "[".repeat(100) + &"]".repeat(100)
+                } else {
+                    text.to_string()
+                };
+                let publish = [
+                    "topic",
+                    "pub",
+                    "/x",
+                    "std_msgs/msg/String",
+                    &value,
+                    "--once",
+                ];
+                refused(&rclev(&publish, &[]), "topic pub");
+            }
             std::fs::remove_dir_all(&dir).ok();
         },
     );

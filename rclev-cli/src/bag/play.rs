@@ -204,6 +204,9 @@ pub(crate) struct PlaySummary {
     pub topics: Vec<String>,
     /// The topics skipped, with why.
     pub skipped: Vec<(String, String)>,
+    /// Messages skipped because their bytes are not CDR (a subscriber that took one could
+    /// not decode it, and an rclpy one stops taking).
+    pub not_cdr: u64,
     /// Whether Ctrl-C ended it.
     pub interrupted: bool,
 }
@@ -236,6 +239,15 @@ pub fn play(args: PlayArgs) -> Result {
     // `keyboard` restores the terminal when it drops, on return and on error alike.
     let summary = play_with(&transport, &options, &controls, &mut |_| {})?;
     drop(keyboard);
+    if summary.not_cdr > 0 {
+        eprintln!(
+            "rclev: warning: {} message{} of the bag {} not CDR and {} not published",
+            summary.not_cdr,
+            if summary.not_cdr == 1 { "" } else { "s" },
+            if summary.not_cdr == 1 { "is" } else { "are" },
+            if summary.not_cdr == 1 { "was" } else { "were" },
+        );
+    }
     println!(
         "Published {} message{} on {} topic{}.",
         summary.published,
@@ -416,6 +428,23 @@ pub(crate) fn play_with(
             let Some(p) = played.get(&m.channel.topic.name) else {
                 continue;
             };
+            if let Err(e) = rclev::msg::CdrReader::from_encapsulated(&m.data) {
+                summary.not_cdr += 1;
+                if summary.not_cdr <= NOT_CDR_WARNINGS {
+                    eprintln!(
+                        "rclev: warning: skipping message {} of {} (log time {}): not CDR: {e}{}",
+                        summary.published + summary.not_cdr,
+                        m.channel.topic.name,
+                        m.log_time,
+                        if summary.not_cdr == NOT_CDR_WARNINGS {
+                            "; further ones are only counted"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+                continue;
+            }
             let lateness_ns = match player.wait_for(as_i64(m.log_time))? {
                 Wait::Due(late) => Some(late),
                 Wait::Stepped => None,
@@ -445,6 +474,9 @@ pub(crate) fn play_with(
     }
     Ok(summary)
 }
+
+/// How many messages that are not CDR are named one by one; the rest are counted.
+const NOT_CDR_WARNINGS: u64 = 10;
 
 /// A message of the bag, read ahead, or the end of one pass over it.
 enum Read {

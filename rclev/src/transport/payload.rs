@@ -5,7 +5,7 @@ use std::any::{Any, TypeId};
 use std::sync::Arc;
 
 use crate::base::error::Result;
-use crate::msg::{Message, TypeInfo};
+use crate::msg::{CdrReader, Message, TypeInfo};
 
 /// A message on its way through a transport.
 #[derive(Clone)]
@@ -23,11 +23,17 @@ pub enum Payload {
 }
 
 impl Payload {
-    /// The CDR bytes of the payload: borrowed when serialized already, else written with
-    /// `type_support` into `buf`.
+    /// The CDR bytes of the payload: borrowed when serialized already (refused when they do
+    /// not start with a CDR encapsulation header: a wire transport never sends them), else
+    /// written with `type_support` into `buf`.
     pub fn cdr<'a>(&'a self, type_support: &TypeSupport, buf: &'a mut Vec<u8>) -> Result<&'a [u8]> {
         match self {
-            Payload::Serialized(bytes) => Ok(bytes),
+            // Bytes from outside (a bag, a tool): a receiver that takes bytes without an
+            // encapsulation header cannot decode them, and rclpy's stops taking.
+            Payload::Serialized(bytes) => {
+                CdrReader::from_encapsulated(bytes)?;
+                Ok(bytes)
+            }
             Payload::Shared(value) => {
                 buf.clear();
                 type_support.serialize(&**value, buf)?;
@@ -256,5 +262,28 @@ mod tests {
             panic!("bytes stay bytes");
         };
         assert_eq!(again, once);
+    }
+
+    /// The defect: bytes without an encapsulation header (an empty payload from a bag) were
+    /// sent, and rclpy's subscriber stopped taking after it.
+    #[test]
+    fn serialized_payloads_without_a_cdr_header_are_refused() {
+        let ts = TypeSupport::of::<Int64>();
+        let mut buf = Vec::new();
+        for bad in [&[][..], &[0, 1], &[0x7f, 0x7f, 0, 0, 1, 2, 3, 4]] {
+            let e = Payload::Serialized(Box::new(bad.to_vec()))
+                .cdr(&ts, &mut buf)
+                .unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    crate::Error::Serialization(crate::msg::CdrError::Encapsulation { .. })
+                ),
+                "{e}"
+            );
+        }
+        let good = crate::msg::to_cdr(&Int64 { data: 1 }).unwrap();
+        let payload = Payload::Serialized(Box::new(good.clone()));
+        assert_eq!(payload.cdr(&ts, &mut buf).unwrap(), &good[..]);
     }
 }

@@ -153,6 +153,7 @@ pub(crate) fn subscribe(
             type_support: type_support(info),
             qos,
             reads_message_info,
+            max_queue_bytes: rclev::transport::DEFAULT_QUEUE_BYTES,
         },
         Arc::new(Wake(tx)),
         Arc::new(()),
@@ -344,6 +345,7 @@ pub fn publish(o: PubOptions<'_>) -> Result {
             type_support: type_support(info),
             qos: QoSProfile::default(),
             reads_message_info: false,
+            max_queue_bytes: rclev::transport::DEFAULT_QUEUE_BYTES,
         },
         Arc::new(()),
     )?;

@@ -28,12 +28,14 @@ fn venv_prefix() -> PathBuf {
         .to_path_buf()
 }
 
-/// A fresh directory for the bags of test `name`.
+/// A fresh directory for the bags of test `name` (a random name: each test runs in a PID
+/// namespace of its own, where every test process has the same pid).
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rclev-bag-play-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    tempfile::Builder::new()
+        .prefix(&format!("rclev-bag-play-{name}-"))
+        .tempdir()
+        .unwrap()
+        .keep()
 }
 
 /// Writes bag `kind` (mixed, basic, clock) with rosbags into `dir`.

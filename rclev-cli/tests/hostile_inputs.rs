@@ -36,12 +36,14 @@ use support::{interrupted_at, KilledOnDrop, Moment};
 /// How long one command may take before it is killed (and the test fails).
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// A fresh directory for test `name`.
+/// A fresh directory for test `name` (a random name: each test runs in a PID namespace of its
+/// own, where every test process has the same pid).
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rclev-hostile-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    tempfile::Builder::new()
+        .prefix(&format!("rclev-hostile-{name}-"))
+        .tempdir()
+        .unwrap()
+        .keep()
 }
 
 /// Runs `rclev ARGS` with `env` to its end, killed past [`LIMIT`]; its output.
@@ -489,6 +491,7 @@ impl HostilePeer {
                         type_support,
                         qos: QoSProfile::default(),
                         reads_message_info: false,
+                        max_queue_bytes: rclev::transport::DEFAULT_QUEUE_BYTES,
                     },
                     Arc::new(()),
                 )
@@ -670,7 +673,7 @@ fn yaml_alias_bombs_are_refused_wherever_yaml_is_read() {
                     BTreeMap::from([("offered_qos_profiles".to_string(), text.to_string())]);
                 let sub = dir.join(name);
                 std::fs::create_dir_all(&sub).unwrap();
-                let file = bag_with(&sub, Shape::Chain(1), &[ok.clone()], &metadata);
+                let file = bag_with(&sub, Shape::Chain(1), std::slice::from_ref(&ok), &metadata);
                 refused(
                     &rclev(&["bag", "play", file.to_str().unwrap()], &[]),
                     "a channel",
@@ -680,7 +683,7 @@ fn yaml_alias_bombs_are_refused_wherever_yaml_is_read() {
                     "a channel",
                 );
                 // A QoS override file.
-                let clean = bag(&sub, Shape::Chain(2), &[ok.clone()]);
+                let clean = bag(&sub, Shape::Chain(2), std::slice::from_ref(&ok));
                 let overrides = sub.join("overrides.yaml");
                 std::fs::write(&overrides, text).unwrap();
                 refused(

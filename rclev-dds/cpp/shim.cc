@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -306,8 +307,9 @@ EndpointEvent incompatible(const Status& s) {
     return e;
 }
 
-SampleMeta meta_of(const dds::SampleInfo& info) {
+SampleMeta meta_of(const dds::SampleInfo& info, uint32_t len) {
     SampleMeta meta{};
+    meta.len = len;
     meta.identity = to_identity(info.sample_identity);
     meta.related = to_identity(info.related_sample_identity);
     meta.source_timestamp_ns = to_ns(info.source_timestamp);
@@ -336,11 +338,11 @@ size_t take_samples(dds::DataReader* reader, const ReaderSink& sink, size_t max_
             continue;
         }
         if (sample.refused) {
-            sink.on_refused(sample.len, meta_of(info));
+            sink.on_refused(sample.len, meta_of(info, sample.len));
         } else if (sample.taken.has_value()) {
             rust::Box<Taken> kept = std::move(*sample.taken);
             sample.taken.reset();
-            sink.on_sample(std::move(kept), meta_of(info));
+            sink.on_sample(std::move(kept), meta_of(info, sample.len));
         }
     }
     return taken;
@@ -349,21 +351,35 @@ size_t take_samples(dds::DataReader* reader, const ReaderSink& sink, size_t max_
 }  // namespace
 
 // A reader's listener. Eager readers take every sample on the receive thread at once (their
-// Rust queue keeps the ROS history); on-demand readers leave samples in Fast DDS's history,
-// within its resource limits, and only say that data is available: the worker takes them
-// (DdsReader::take), so a slow consumer pushes back on a reliable writer through DDS flow
-// control instead of growing a queue.
+// Rust queue keeps the ROS history). Room-limited (KeepAll) readers take only as many as
+// their Rust queue has room for, and leave the rest in Fast DDS's history (a few samples:
+// KEEP_ALL_READER_SAMPLES), which the worker takes as it makes room (DdsReader::take): a slow
+// consumer pushes back on a reliable writer through DDS flow control instead of growing a
+// queue. A room-limited reader's takes (listener and worker) are serialized by `take_mutex_`,
+// so its samples reach the queue in order; the worker is rung after the take, outside it.
 class ReaderListener : public dds::DataReaderListener {
 public:
     ReaderListener(rust::Box<ReaderSink> sink, const ReaderMode& mode)
         : sink_(std::move(sink)), mode_(mode) {}
 
-    const ReaderSink& sink() const { return *sink_; }
     const ReaderMode& mode() const { return mode_; }
+
+    // Takes up to `max` samples into the sink; how many.
+    size_t take(dds::DataReader* reader, size_t max) {
+        std::lock_guard<std::mutex> lock(take_mutex_);
+        return take_samples(reader, *sink_, mode_.max_sample_len, max);
+    }
 
     void on_data_available(dds::DataReader* reader) override {
         guarded("a reader's on_data_available", [&] {
-            if (mode_.on_demand) {
+            if (mode_.room_limited) {
+                {
+                    std::lock_guard<std::mutex> lock(take_mutex_);
+                    size_t room = sink_->room();
+                    if (room > 0) {
+                        take_samples(reader, *sink_, mode_.max_sample_len, room);
+                    }
+                }
                 sink_->on_data_available();
             } else {
                 take_samples(reader, *sink_, mode_.max_sample_len, SIZE_MAX);
@@ -410,6 +426,7 @@ public:
 private:
     rust::Box<ReaderSink> sink_;
     ReaderMode mode_;
+    std::mutex take_mutex_;
 };
 
 namespace {
@@ -827,9 +844,7 @@ DdsReader::~DdsReader() {
 
 Guid DdsReader::guid() const { return to_guid(reader_->guid()); }
 
-size_t DdsReader::take(size_t max) const {
-    return take_samples(reader_, listener_->sink(), listener_->mode().max_sample_len, max);
-}
+size_t DdsReader::take(size_t max) const { return listener_->take(reader_, max); }
 
 std::unique_ptr<DdsReader> create_reader(const DdsParticipant& participant, rust::Str topic,
                                          rust::Str type_name, const EndpointQos& qos,
@@ -840,6 +855,14 @@ std::unique_ptr<DdsReader> create_reader(const DdsParticipant& participant, rust
     dds::Topic* t = core->acquire_topic(topic_name, std::string(type_name.data(), type_name.size()));
     dds::DataReaderQos q = core->subscriber_->get_default_datareader_qos();
     apply_common_qos(q, qos);
+    if (mode.room_limited) {
+        // Beside the Rust queue, which holds up to its byte budget (rclev-dds/src/inbox.rs),
+        // Fast DDS holds only a few: when both are full, a reliable writer is pushed back.
+        int32_t samples = static_cast<int32_t>(mode.history_samples);
+        q.resource_limits().max_samples = samples;
+        q.resource_limits().max_samples_per_instance = samples;
+        q.resource_limits().allocated_samples = samples;
+    }
     q.type_consistency().representation.m_value.clear();
     q.type_consistency().representation.m_value.push_back(dds::XCDR_DATA_REPRESENTATION);
     q.user_data().data_vec(from_slice(user_data));

@@ -39,6 +39,8 @@ pub(crate) mod bridge {
         related: SampleIdentity,
         source_timestamp_ns: i64,
         reception_timestamp_ns: i64,
+        /// The sample's length on the wire (its CDR bytes, encapsulation header included).
+        len: usize,
     }
 
     /// A resolved ROS QoS profile, as the shim applies it. Durations in ns, -1 = infinite.
@@ -126,10 +128,15 @@ pub(crate) mod bridge {
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     struct ReaderMode {
         /// false: the listener takes every sample on the receive thread at once (the Rust
-        /// queue keeps the ROS history). true: samples stay in Fast DDS's history, within its
-        /// resource limits, until [`DdsReader::take`] takes them; the listener only calls
-        /// `on_data_available`.
-        on_demand: bool,
+        /// queue keeps the ROS history). true (a KeepAll reader): the listener takes only as
+        /// many as the Rust queue has room for (`room`), then calls `on_data_available`; the
+        /// rest stay in Fast DDS's history (a few samples: its resource limits are small),
+        /// which pushes back on a reliable writer, until [`DdsReader::take`] takes them as the
+        /// queue makes room. Takes of one reader are serialized, so samples keep their order.
+        room_limited: bool,
+        /// For a room-limited reader: how many samples Fast DDS's history holds (its
+        /// resource limits).
+        history_samples: u32,
         /// Samples longer than this are refused (`on_refused`) without being copied.
         max_sample_len: usize,
     }
@@ -150,7 +157,9 @@ pub(crate) mod bridge {
         fn on_sample(self: &ReaderSink, sample: Box<Taken>, meta: &SampleMeta);
         /// A sample of `len` bytes refused for being longer than the reader's `max_sample_len`.
         fn on_refused(self: &ReaderSink, len: usize, meta: &SampleMeta);
-        /// An on-demand reader has samples to take.
+        /// How many samples a room-limited reader's queue takes now.
+        fn room(self: &ReaderSink) -> usize;
+        /// A room-limited reader took what it could: its worker has samples to take.
         fn on_data_available(self: &ReaderSink);
         fn on_event(self: &ReaderSink, event: &EndpointEvent);
 
@@ -262,7 +271,9 @@ pub(crate) trait ReaderHandler: Send + Sync {
     fn sample(&self, taken: Taken, meta: &bridge::SampleMeta);
     /// A sample of `len` bytes was refused: longer than the type can be.
     fn refused(&self, len: usize, meta: &bridge::SampleMeta);
-    /// An on-demand reader has samples to take.
+    /// How many samples a room-limited reader's queue takes now.
+    fn room(&self) -> usize;
+    /// A room-limited reader took what it could: there are samples to take.
     fn data_available(&self);
     /// A status changed.
     fn event(&self, event: &bridge::EndpointEvent);
@@ -482,6 +493,11 @@ impl ReaderSink {
     }
     fn on_refused(&self, len: usize, meta: &bridge::SampleMeta) {
         guarded("refused sample", || self.handler.refused(len, meta));
+    }
+    fn room(&self) -> usize {
+        let mut room = 0;
+        guarded("room", || room = self.handler.room());
+        room
     }
     fn on_data_available(&self) {
         guarded("data available", || self.handler.data_available());

@@ -9,13 +9,17 @@
 //! called under it).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use rclev::throttle::ReportThrottle;
 
 use rclev::msg::TypeHash;
-use rclev::transport::{EndpointInfo, EndpointKind, Gid, GraphNotifier, GraphSnapshot, NodeName};
+use rclev::transport::{
+    EndpointInfo, EndpointKind, Gid, GraphBudget, GraphFull, GraphLimits, GraphNotifier,
+    GraphSnapshot, NodeName,
+};
 use rclev::QoSProfile;
 
 use crate::entities::{NodeEntities, ParticipantEntities};
@@ -75,7 +79,6 @@ struct LocalEndpoint {
     entities: Vec<DdsEntity>,
 }
 
-#[derive(Default)]
 struct GraphState {
     /// Local nodes by registration id.
     nodes: HashMap<u64, NodeName>,
@@ -92,6 +95,63 @@ struct GraphState {
     /// in flight must not bring their nodes back. The latest [`GONE_KEPT`] only: a sample in
     /// flight comes within seconds of its participant's end, not thousands of departures later.
     gone: Gone,
+    /// What `remote`, `participants` and `remote_nodes` hold (peers' announcements), against
+    /// the cache's limits.
+    budget: GraphBudget,
+}
+
+impl GraphState {
+    fn new(limits: GraphLimits) -> Self {
+        Self {
+            nodes: HashMap::new(),
+            next_node: 0,
+            local: HashMap::new(),
+            remote: HashMap::new(),
+            participants: HashMap::new(),
+            remote_nodes: HashMap::new(),
+            gone: Gone::default(),
+            budget: GraphBudget::new(limits),
+        }
+    }
+}
+
+/// What an entry costs the graph cache, in bytes: its strings and a fixed overhead for the
+/// entry itself (the same estimate for insertion and removal).
+trait Cost {
+    fn cost(&self) -> usize;
+}
+
+impl Cost for RemoteEndpoint {
+    fn cost(&self) -> usize {
+        let topic = match &self.topic {
+            RosTopic::Topic(n) | RosTopic::Request(n) | RosTopic::Reply(n) => n.len(),
+        };
+        let user_data: usize = self
+            .user_data
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 48)
+            .sum();
+        topic + self.type_name.len() + user_data + 256
+    }
+}
+
+impl Cost for Vec<NodeEntities> {
+    fn cost(&self) -> usize {
+        self.iter()
+            .map(|n| {
+                n.node.name.len()
+                    + n.node.namespace.len()
+                    + 16 * (n.readers.len() + n.writers.len())
+                    + 96
+            })
+            .sum::<usize>()
+            + 64
+    }
+}
+
+/// A participant's entry: its enclave.
+fn participant_cost(enclave: &str) -> usize {
+    enclave.len() + 64
 }
 
 /// How many departed participants the graph remembers.
@@ -127,14 +187,17 @@ fn prefix(gid: &Gid) -> [u8; 12] {
     p
 }
 
-/// The graph cache of one participant.
-#[derive(Default)]
+/// The graph cache of one participant, bounded by its [`GraphLimits`] (as the Zenoh
+/// transport's is): a peer's endpoint, participant or node list beyond them is left out,
+/// counted and reported (rate-limited).
 pub(crate) struct GraphCache {
     /// This participant's GUID prefix (set once the participant exists): discovery also
     /// reports our own endpoints, which are recorded with their node when created instead.
     own_prefix: OnceLock<[u8; 12]>,
     state: Mutex<GraphState>,
     notifier: GraphNotifier,
+    /// Announcements left out for the limits.
+    refused: AtomicU64,
 }
 
 /// The node rmw names for endpoints whose node it does not know.
@@ -156,7 +219,38 @@ fn unknown_node() -> NodeName {
     }
 }
 
+impl Default for GraphCache {
+    fn default() -> Self {
+        Self::new(GraphLimits::DEFAULT)
+    }
+}
+
+/// Announcements left out of a graph cache for its limits, logged at most every 10 s.
+static OVER_LIMIT: ReportThrottle = ReportThrottle::new(Duration::from_secs(10));
+
 impl GraphCache {
+    /// An empty cache bounded by `limits`.
+    pub fn new(limits: GraphLimits) -> Self {
+        Self {
+            own_prefix: OnceLock::new(),
+            state: Mutex::new(GraphState::new(limits)),
+            notifier: GraphNotifier::default(),
+            refused: AtomicU64::new(0),
+        }
+    }
+
+    /// Announcements left out so far for the cache's limits.
+    pub fn refused_count(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    fn over_limit(&self, what: &str, full: GraphFull) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        if let Some(held_back) = OVER_LIMIT.note("graph") {
+            tracing::warn!(target: "rclev_dds", "{what} left out of the graph: {full}{held_back}");
+        }
+    }
+
     fn state(&self) -> MutexGuard<'_, GraphState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -312,11 +406,26 @@ impl GraphCache {
             // Kept even before discovery reports the participant (its listener may run
             // later than the reader's): the writer keeps only the latest sample, and would
             // not send it again. Not after the participant has left, though.
-            if s.gone.contains(&key) || s.remote_nodes.get(&key) == Some(&entities.nodes) {
+            let old = s.remote_nodes.get(&key);
+            if s.gone.contains(&key) || old == Some(&entities.nodes) {
                 false
             } else {
-                s.remote_nodes.insert(key, entities.nodes);
-                true
+                let new_cost = entities.nodes.cost();
+                let admitted = match old.map(Cost::cost) {
+                    Some(old_cost) => s.budget.resize(old_cost, new_cost),
+                    None => s.budget.admit(new_cost),
+                };
+                match admitted {
+                    Ok(()) => {
+                        s.remote_nodes.insert(key, entities.nodes);
+                        true
+                    }
+                    Err(full) => {
+                        drop(s);
+                        self.over_limit("a participant's node list", full);
+                        false
+                    }
+                }
             }
         };
         if changed {
@@ -425,10 +534,30 @@ impl GraphHandler for GraphCache {
                         qos: from_dds(&e.qos),
                         user_data,
                     };
-                    s.remote.insert(gid, endpoint);
-                    true
+                    let new_cost = endpoint.cost();
+                    let admitted = match s.remote.get(&gid).map(Cost::cost) {
+                        Some(old_cost) => s.budget.resize(old_cost, new_cost),
+                        None => s.budget.admit(new_cost),
+                    };
+                    match admitted {
+                        Ok(()) => {
+                            s.remote.insert(gid, endpoint);
+                            true
+                        }
+                        Err(full) => {
+                            drop(s);
+                            self.over_limit("a discovered endpoint", full);
+                            false
+                        }
+                    }
                 }
-                _ => s.remote.remove(&gid).is_some(),
+                _ => match s.remote.remove(&gid) {
+                    Some(gone) => {
+                        s.budget.release(gone.cost());
+                        true
+                    }
+                    None => false,
+                },
             }
         };
         if changed {
@@ -446,15 +575,40 @@ impl GraphHandler for GraphCache {
                 let enclave = parse_user_data(&p.user_data)
                     .remove("enclave")
                     .unwrap_or_default();
-                s.participants.insert(p.guid, enclave);
+                let new_cost = participant_cost(&enclave);
+                let admitted = match s.participants.get(&p.guid).map(|e| participant_cost(e)) {
+                    Some(old_cost) => s.budget.resize(old_cost, new_cost),
+                    None => s.budget.admit(new_cost),
+                };
+                match admitted {
+                    Ok(()) => {
+                        s.participants.insert(p.guid, enclave);
+                    }
+                    Err(full) => {
+                        drop(s);
+                        return self.over_limit("a discovered participant", full);
+                    }
+                }
             } else {
-                s.participants.remove(&p.guid);
+                let state = &mut *s;
+                if let Some(enclave) = state.participants.remove(&p.guid) {
+                    state.budget.release(participant_cost(&enclave));
+                }
                 let key = prefix(&Gid(p.guid));
-                s.remote_nodes.remove(&key);
-                s.gone.insert(key);
+                if let Some(nodes) = state.remote_nodes.remove(&key) {
+                    state.budget.release(nodes.cost());
+                }
+                state.gone.insert(key);
                 // Its endpoints go with it (Fast DDS reports them removed too, but a
                 // participant that timed out may not have said goodbye for each).
-                s.remote.retain(|gid, _| gid.0[..12] != p.guid[..12]);
+                let budget = &mut state.budget;
+                state.remote.retain(|gid, e| {
+                    let keep = gid.0[..12] != p.guid[..12];
+                    if !keep {
+                        budget.release(e.cost());
+                    }
+                    keep
+                });
             }
         }
         self.changed();
@@ -489,6 +643,39 @@ mod tests {
                 lease_ns: -1,
             },
         }
+    }
+
+    /// The defect class: the cache mirrored every endpoint a peer announced, whatever their
+    /// number and size. A flood beyond the limits is left out and counted; what leaves makes
+    /// room.
+    #[test]
+    fn the_cache_is_bounded_in_entries_and_bytes() {
+        let g = GraphCache::new(GraphLimits {
+            max_entries: 100_000,
+            max_bytes: 64 * 1024,
+        });
+        let long = format!("rt/{}", "x".repeat(8000));
+        for id in 0..20u8 {
+            g.endpoint(&discovered(id, true, &long, true));
+        }
+        let kept = g.snapshot().endpoints.len();
+        // Each costs ~8.3 KB: 7 fit in 64 KiB.
+        assert_eq!(kept, 7, "{kept}");
+        assert_eq!(g.refused_count(), 13);
+        g.endpoint(&discovered(0, true, &long, false));
+        g.endpoint(&discovered(100, true, &long, true));
+        assert_eq!(g.snapshot().endpoints.len(), 7);
+        assert_eq!(g.refused_count(), 13);
+
+        let few = GraphCache::new(GraphLimits {
+            max_entries: 3,
+            max_bytes: usize::MAX,
+        });
+        for id in 0..10u8 {
+            few.endpoint(&discovered(id, false, "rt/chatter", true));
+        }
+        assert_eq!(few.snapshot().endpoints.len(), 3);
+        assert_eq!(few.refused_count(), 7);
     }
 
     #[test]

@@ -1,15 +1,18 @@
 //! How a reader's [`Inbox`] (rclev's bounded queue between a receive thread and the worker)
-//! is filled. Nothing a peer sends grows it past its bound:
+//! is filled. Nothing a peer sends grows it past its bounds — its history's count and its byte
+//! budget (`TopicEndpoint::max_queue_bytes`, the same policy as over Zenoh):
 //!
 //! - **KeepLast(n)** (eager): the listener takes every sample on the receive thread at once
-//!   and queues it here; the queue holds at most `n`, dropping the oldest (counted as lost),
-//!   as a DDS KeepLast history does. Fast DDS's own history (depth `n`) is emptied at once.
-//! - **KeepAll** (on demand): samples stay in Fast DDS's reader history until the worker takes
-//!   them ([`DdsReader::take`], at most one batch at a time passes through this queue). That
-//!   history is bounded by Fast DDS's resource limits (5000 samples by default, as with
-//!   rmw_fastrtps); once it is full a reliable writer is pushed back by DDS flow control (its
-//!   writes block, then time out) and a best-effort one loses samples. Memory stays bounded
-//!   whatever the writer does.
+//!   and queues it here; the queue holds at most `n`, and at most its byte budget, dropping
+//!   the oldest (counted as lost), as a DDS KeepLast history does. Fast DDS's own history
+//!   (depth `n`) is emptied at once.
+//! - **KeepAll** (room-limited): the listener takes samples as long as the queue has room for
+//!   them ([`KEEP_ALL_LIMIT`] messages, and the byte budget); the rest stay in Fast DDS's
+//!   reader history, which holds only [`KEEP_ALL_READER_SAMPLES`] (its resource limits), so
+//!   that once both are full a reliable writer is pushed back by DDS flow control (its writes
+//!   block, then time out) and a best-effort one loses samples. The worker takes from Fast
+//!   DDS as it makes room ([`refill`]). Memory stays bounded in bytes whatever the writer
+//!   does: the budget, and a few samples in Fast DDS.
 //!
 //! Lock order: the queue's mutex is a leaf; the ready hook is rung after it is released.
 
@@ -24,20 +27,31 @@ use rclev::History;
 use crate::ffi::bridge::{DdsReader, ReaderMode};
 use crate::ffi::Guarded;
 
+/// The most messages a KeepAll reader queues (rmw_fastrtps's KeepAll resource limit, which
+/// Fast DDS's history held before it held only [`KEEP_ALL_READER_SAMPLES`]).
+pub(crate) const KEEP_ALL_LIMIT: usize = 5000;
+
+/// The samples a KeepAll reader's Fast DDS history holds beside rclev's queue (its resource
+/// limits, which the shim sets from [`ReaderMode::history_samples`]): when rclev's queue is
+/// full these fill, and the writer is pushed back. Few, since their bytes are not bounded by
+/// the queue's budget.
+pub(crate) const KEEP_ALL_READER_SAMPLES: u32 = 4;
+
 /// How an inbox is filled; from the endpoint's history QoS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fill {
     /// The listener queues every sample, keeping the newest `depth`.
     KeepLast(usize),
-    /// The worker takes samples from Fast DDS's history when it wants them.
-    OnDemand,
+    /// The listener queues what the inbox has room for; the worker takes the rest from Fast
+    /// DDS's history as it makes room.
+    RoomLimited,
 }
 
 impl Fill {
     /// The fill for a resolved history policy (`SystemDefault` is rmw's depth 1).
     pub fn of(history: History) -> Self {
         match history {
-            History::KeepAll => Fill::OnDemand,
+            History::KeepAll => Fill::RoomLimited,
             History::KeepLast(n) => Fill::KeepLast(n.max(1)),
             History::SystemDefault => Fill::KeepLast(1),
         }
@@ -47,29 +61,34 @@ impl Fill {
     pub fn history(self) -> InboxHistory {
         match self {
             Fill::KeepLast(n) => InboxHistory::KeepLast(n),
-            Fill::OnDemand => InboxHistory::OnDemand,
+            Fill::RoomLimited => InboxHistory::KeepAll {
+                limit: KEEP_ALL_LIMIT,
+            },
         }
     }
 
     /// The reader mode that goes with it: samples longer than `max_sample_len` refused.
     pub fn reader_mode(self, max_sample_len: Option<usize>) -> ReaderMode {
         ReaderMode {
-            on_demand: self == Fill::OnDemand,
+            room_limited: self == Fill::RoomLimited,
+            history_samples: KEEP_ALL_READER_SAMPLES,
             max_sample_len: max_sample_len.unwrap_or(usize::MAX),
         }
     }
 }
 
-/// A reader whose inbox may need filling on demand: the port's side of it. `None` once closed.
+/// A reader whose inbox may need filling from Fast DDS's history: the port's side of it.
+/// `None` once closed.
 pub(crate) type ReaderSlot = Mutex<Option<Guarded<UniquePtr<DdsReader>>>>;
 
-/// Takes up to `max` samples from Fast DDS's history into `inbox` if it is filled on demand
-/// and holds fewer than `max`; whether Fast DDS may hold more (it gave all it was asked for).
-pub(crate) fn fill_on_demand<T>(inbox: &Inbox<T>, reader: &ReaderSlot, max: usize) -> bool {
-    if !inbox.on_demand() || max == 0 {
+/// Takes from Fast DDS's history into a room-limited `inbox` as many samples as it has room
+/// for, up to what the worker wants (`max` queued); whether Fast DDS may hold more (it gave
+/// all it was asked for, or there was no room to ask).
+pub(crate) fn refill<T>(fill: Fill, inbox: &Inbox<T>, reader: &ReaderSlot, max: usize) -> bool {
+    if fill != Fill::RoomLimited || max == 0 {
         return false;
     }
-    let want = max.saturating_sub(inbox.items().len());
+    let want = max.saturating_sub(inbox.len()).min(inbox.room());
     if want == 0 {
         return true;
     }
@@ -92,15 +111,21 @@ mod tests {
 
     #[test]
     fn histories_map_to_fills() {
-        assert_eq!(Fill::of(History::KeepAll), Fill::OnDemand);
+        assert_eq!(Fill::of(History::KeepAll), Fill::RoomLimited);
         assert_eq!(Fill::of(History::KeepLast(0)), Fill::KeepLast(1));
         assert_eq!(Fill::of(History::SystemDefault), Fill::KeepLast(1));
-        let mode = Fill::OnDemand.reader_mode(Some(20));
-        assert!(mode.on_demand);
+        let mode = Fill::RoomLimited.reader_mode(Some(20));
+        assert!(mode.room_limited);
         assert_eq!(mode.max_sample_len, 20);
         assert_eq!(
             Fill::KeepLast(2).reader_mode(None).max_sample_len,
             usize::MAX
+        );
+        assert_eq!(
+            Fill::RoomLimited.history(),
+            InboxHistory::KeepAll {
+                limit: KEEP_ALL_LIMIT
+            }
         );
     }
 }

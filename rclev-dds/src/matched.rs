@@ -115,7 +115,13 @@ pub(crate) trait SampleSink: Send + Sync {
     fn refused(&self, len: usize, meta: &crate::ffi::bridge::SampleMeta) {
         let _ = (len, meta);
     }
-    /// An on-demand reader has samples to take. Only on-demand readers see this.
+    /// How many samples a room-limited reader's queue takes now (see `ReaderMode`). Only
+    /// room-limited readers are asked.
+    fn room(&self) -> usize {
+        usize::MAX
+    }
+    /// A room-limited reader took what it could: there are samples to take. Only
+    /// room-limited readers see this.
     fn data_available(&self) {}
 }
 
@@ -145,6 +151,10 @@ impl<S: SampleSink + 'static> ReaderHandler for ReaderEvents<S> {
 
     fn refused(&self, len: usize, meta: &crate::ffi::bridge::SampleMeta) {
         self.sink.refused(len, meta);
+    }
+
+    fn room(&self) -> usize {
+        self.sink.room()
     }
 
     fn data_available(&self) {

@@ -37,7 +37,7 @@ use crate::error::engine_error;
 use crate::ffi::bridge::{DdsReader, DdsWriter, SampleIdentity, SampleMeta};
 use crate::ffi::{Guarded, NO_IDENTITY};
 use crate::graph::{DdsEntity, GraphCache};
-use crate::inbox::{fill_on_demand, Fill, Inbox, ReaderSlot};
+use crate::inbox::{refill, Fill, Inbox, ReaderSlot};
 use crate::matched::{Matched, SampleSink};
 use crate::names::{cyclone_service_id, endpoint_user_data, id_text, service_topics, RosTopic};
 use crate::node::{Announced, DdsNode};
@@ -136,6 +136,7 @@ enum ReplyRoute {
 /// route; once the service's callback took it, the route waits in `routes` for the response.
 struct RequestInbox {
     inbox: Inbox<(RequestId, Payload, Option<ReplyRoute>)>,
+    fill: Fill,
     /// Routes of requests taken and not answered yet: as many as the service's callbacks hold
     /// (each is answered or abandoned).
     routes: Mutex<HashMap<RequestId, ReplyRoute>>,
@@ -210,8 +211,8 @@ impl SampleSink for RequestInbox {
             (id, data, Some(route))
         };
         self.inbox
-            .push((id, Payload::Serialized(Box::new(body)), route));
-        if !self.inbox.on_demand() {
+            .push((id, Payload::Serialized(Box::new(body)), route), meta.len);
+        if self.fill != Fill::RoomLimited {
             self.inbox.received(false);
         }
     }
@@ -221,6 +222,10 @@ impl SampleSink for RequestInbox {
             len,
             &format_args!("writer {}", crate::names::id_text(&meta.identity.guid)),
         );
+    }
+
+    fn room(&self) -> usize {
+        self.inbox.room()
     }
 
     fn data_available(&self) {
@@ -249,6 +254,7 @@ impl DdsService {
         let fill = Fill::of(setup.reader_qos.history);
         let requests = Arc::new(RequestInbox {
             inbox: Inbox::new(&endpoint.name, fill.history(), ready),
+            fill,
             routes: Mutex::new(HashMap::new()),
             graph: node.shared.handle.graph.clone(),
         });
@@ -293,8 +299,13 @@ impl DdsService {
 
 impl ServicePort for DdsService {
     fn take_request(&self) -> Option<(RequestId, Payload)> {
-        fill_on_demand(&self.requests.inbox, &self.request_reader, 1);
-        let (id, payload, route) = self.requests.inbox.items().pop_front()?;
+        refill(
+            self.requests.fill,
+            &self.requests.inbox,
+            &self.request_reader,
+            1,
+        );
+        let (id, payload, route) = self.requests.inbox.pop()?;
         if let Some(route) = route {
             lock(&self.requests.routes).insert(id, route);
         }
@@ -546,10 +557,11 @@ impl SampleSink for ResponseInbox {
             .load(Ordering::Acquire)
             .saturating_sub(self.taken.load(Ordering::Acquire));
         let limit = usize::try_from(answerable).unwrap_or(usize::MAX);
-        if self
-            .inbox
-            .push_within((sequence, Ok(Payload::Serialized(Box::new(body)))), limit)
-        {
+        if self.inbox.push_within(
+            (sequence, Ok(Payload::Serialized(Box::new(body)))),
+            meta.len,
+            limit,
+        ) {
             self.inbox.received(false);
         } else if let Some(held_back) = UNASKED.note(self.inbox.name()) {
             tracing::warn!(
@@ -675,7 +687,7 @@ impl ClientPort for DdsClient {
     }
 
     fn take_response(&self) -> Option<(i64, Result<Payload>)> {
-        let response = self.inbox.inbox.items().pop_front()?;
+        let response = self.inbox.inbox.pop()?;
         self.inbox.taken.fetch_add(1, Ordering::AcqRel);
         Some(response)
     }

@@ -29,7 +29,7 @@ use crate::error::engine_error;
 use crate::ffi::bridge::{DdsWriter, SampleMeta};
 use crate::ffi::{Guarded, PayloadEncoder, NO_IDENTITY};
 use crate::graph::DdsEntity;
-use crate::inbox::{fill_on_demand, Fill, Inbox, ReaderSlot};
+use crate::inbox::{refill, Fill, Inbox, ReaderSlot};
 use crate::matched::{Matched, SampleSink};
 use crate::names::{endpoint_user_data, topic_topic};
 use crate::node::{Announced, DdsNode};
@@ -191,6 +191,7 @@ pub(crate) fn system_time(ns: i64) -> SystemTime {
 /// for a newer one: decoding happens before the history's bound applies (as copying did).
 struct SubscriptionInbox {
     inbox: Inbox<(Payload, MessageInfo)>,
+    fill: Fill,
     /// The subscription's decoder, if its type has one.
     decode: Option<DeserializeFn>,
     /// Messages received so far, for `reception_sequence_number`; written by whoever pushes
@@ -209,10 +210,11 @@ impl SubscriptionInbox {
             reception_sequence_number: self.received.fetch_add(1, Ordering::Relaxed) + 1,
             from_intra_process: false,
         };
-        self.inbox.push((payload, info));
-        if !self.inbox.on_demand() {
+        self.inbox.push((payload, info), meta.len);
+        if self.fill != Fill::RoomLimited {
             // This is Fast DDS's receive thread: a directly delivered subscription's callback
-            // may run right here (`Delivery::Direct`).
+            // may run right here (`Delivery::Direct`). A room-limited reader's listener rings
+            // once it has taken what it could (`data_available`), outside the take.
             self.inbox.received(true);
         }
     }
@@ -238,6 +240,10 @@ impl SampleSink for SubscriptionInbox {
             len,
             &format_args!("writer {}", crate::names::id_text(&meta.identity.guid)),
         );
+    }
+
+    fn room(&self) -> usize {
+        self.inbox.room()
     }
 
     fn data_available(&self) {
@@ -269,7 +275,9 @@ impl DdsSubscription {
         let ts = endpoint.type_support;
         let fill = Fill::of(qos.history);
         let shared = Arc::new(SubscriptionInbox {
-            inbox: Inbox::new(&endpoint.name, fill.history(), ready),
+            inbox: Inbox::new(&endpoint.name, fill.history(), ready)
+                .with_max_bytes(endpoint.max_queue_bytes),
+            fill,
             decode: ts.deserialize(),
             received: AtomicU64::new(0),
         });
@@ -313,11 +321,12 @@ impl DdsSubscription {
         out: &mut Vec<T>,
         f: impl FnMut((Payload, MessageInfo)) -> T,
     ) -> bool {
-        let maybe_more = fill_on_demand(&self.shared.inbox, &self.reader, max);
-        let mut items = self.shared.inbox.items();
-        let n = max.min(items.len());
-        out.extend(items.drain(..n).map(f));
-        maybe_more || !items.is_empty()
+        let maybe_more = refill(self.shared.fill, &self.shared.inbox, &self.reader, max);
+        let left = self.shared.inbox.take_into(max, out, f);
+        // What was taken made room: take more from Fast DDS now, so that a writer pushed back
+        // is released without waiting for the next take.
+        let more = refill(self.shared.fill, &self.shared.inbox, &self.reader, max);
+        maybe_more || left || more
     }
 }
 
@@ -398,6 +407,7 @@ mod tests {
         related: NO_IDENTITY,
         source_timestamp_ns: 0,
         reception_timestamp_ns: 0,
+        len: 12,
     };
 
     /// A KeepLast(8) subscription's inbox decoding with `decode`, and the listener over it.
@@ -405,6 +415,7 @@ mod tests {
         ReaderEvents {
             sink: Arc::new(SubscriptionInbox {
                 inbox: Inbox::new("/t", Fill::KeepLast(8).history(), Arc::new(Quiet)),
+                fill: Fill::KeepLast(8),
                 decode,
                 received: AtomicU64::new(0),
             }),
@@ -429,7 +440,8 @@ mod tests {
         let typed = listener(TypeSupport::of::<Int64>().deserialize());
         receive(&typed, &cdr);
         receive(&typed, &cdr[..6]);
-        let items = typed.sink.inbox.items();
+        let mut items = Vec::new();
+        typed.sink.inbox.take_into(usize::MAX, &mut items, |i| i);
         assert!(
             matches!(&items[0].0, Payload::Shared(v) if v.downcast_ref::<Int64>() == Some(&Int64 { data: 5 })),
             "{:?}",
@@ -444,7 +456,8 @@ mod tests {
 
         let untyped = listener(None);
         receive(&untyped, &cdr);
-        let items = untyped.sink.inbox.items();
+        let mut items = Vec::new();
+        untyped.sink.inbox.take_into(usize::MAX, &mut items, |i| i);
         assert!(
             matches!(&items[0].0, Payload::Serialized(b) if b[..] == cdr[..]),
             "{:?}",

@@ -8,8 +8,8 @@ use tokio::sync::watch;
 
 use rclev::qos::QosEventKind;
 use rclev::transport::{
-    ClientPort, EventHook, Gid, GraphSnapshot, NodeName, NodePort, PublisherPort, ReadyHook,
-    ServiceEndpoint, ServicePort, SubscriptionPort, TopicEndpoint, Transport,
+    ClientPort, EventHook, Gid, GraphLimits, GraphSnapshot, NodeName, NodePort, PublisherPort,
+    ReadyHook, ServiceEndpoint, ServicePort, SubscriptionPort, TopicEndpoint, Transport,
 };
 use rclev::{Arguments, Context, Error, Result};
 
@@ -46,7 +46,7 @@ impl DdsTransport {
     /// A transport with the given options.
     pub fn new(options: &DdsOptions) -> Result<Self> {
         let engine = engine_version();
-        let graph = Arc::new(GraphCache::default());
+        let graph = Arc::new(GraphCache::new(GraphLimits::from_env()?));
         let handle = ParticipantHandle::new(
             &options.participant_config(&engine),
             graph.clone(),
@@ -100,6 +100,14 @@ impl DdsTransport {
     /// participant, which sends none, keeps it false.
     pub fn graph_settled(&self) -> bool {
         self.shared.handle.graph.settled()
+    }
+
+    /// Announcements (discovered endpoints and participants, peers' node lists) left out of
+    /// the graph so far for the graph cache's limits
+    /// ([`GraphLimits`](rclev::transport::GraphLimits), from `RCLEV_GRAPH_CACHE_ENTRIES` and
+    /// `RCLEV_GRAPH_CACHE_BYTES`).
+    pub fn refused_graph_count(&self) -> u64 {
+        self.shared.handle.graph.refused_count()
     }
 
     /// How many other participants (processes, usually) discovery has found alive.

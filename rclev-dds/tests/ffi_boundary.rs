@@ -71,6 +71,7 @@ fn an_encoder_claiming_more_than_it_wrote_sends_nothing() {
                         type_support: lying,
                         qos: QoSProfile::default().keep_all(),
                         reads_message_info: false,
+                        max_queue_bytes: rclev::transport::DEFAULT_QUEUE_BYTES,
                     },
                     Arc::new(()),
                 )

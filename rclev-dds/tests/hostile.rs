@@ -43,8 +43,13 @@ fn hostile_peer() -> PathBuf {
             if out.exists() {
                 return out;
             }
-            // Built under a name of its own, then renamed: tests in parallel may build it too.
-            let partial = out.with_extension(format!("{}", std::process::id()));
+            // Built under a name of its own, then renamed: tests in parallel may build it too
+            // (each in a PID namespace of its own: the name is random, not the pid).
+            let partial = tempfile::Builder::new()
+                .prefix("hostile_peer-")
+                .tempfile_in(env!("CARGO_TARGET_TMPDIR"))
+                .unwrap()
+                .into_temp_path();
             let mut cmd = Command::new("g++");
             cmd.args(["-std=c++17", "-O1", "-Wno-deprecated-declarations"])
                 .arg(format!("-I{}", env!("RCLEV_DDS_FASTDDS_INCLUDE")))
@@ -58,7 +63,7 @@ fn hostile_peer() -> PathBuf {
             cmd.args(["-lfastrtps", "-lfastcdr"]);
             let status = cmd.status().expect("g++ builds the hostile peer");
             assert!(status.success(), "building {} failed", source.display());
-            std::fs::rename(&partial, &out).unwrap();
+            partial.persist(&out).unwrap();
             out
         })
         .clone()
@@ -386,70 +391,97 @@ fn malformed_discovery_samples_are_counted_and_warned_about_rate_limited() {
     );
 }
 
-/// A reliable KeepAll subscription whose callback takes 100 ms, flooded with 64 KiB messages
-/// by a writer that never waits: samples stay in Fast DDS's history (bounded by its resource
-/// limits) and the writer is pushed back; memory levels off, and every message the callback
-/// gets is the next one (publication sequence numbers without a gap). Before the fix the
-/// subscription queued everything in RAM: 20 → 2,554 MB in 5 s.
+/// A reliable KeepAll subscription whose callback takes 100 ms, flooded with `size`-byte
+/// messages by a writer that never waits; its queue holds at most `budget` bytes
+/// (`max_queue_bytes`), and Fast DDS's history a few samples beside it, so the writer is
+/// pushed back: memory levels off, and every message the callback gets is the next one
+/// (publication sequence numbers without a gap). Returns the RSS curve.
+fn flood_keep_all(what: &'static str, size: usize, budget: Option<usize>) -> RssCurve {
+    let executor = dds_context().create_basic_executor();
+    let node = executor.create_node("slow_reader").unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let options = "flood".qos(reliable_keep_all());
+    let options = match budget {
+        Some(bytes) => options.max_queue_bytes(bytes),
+        None => options,
+    };
+    let sub = node
+        .create_subscription_with_info::<ByteMultiArray, _>(options, move |msg, info| {
+            assert_eq!(msg.data.len(), size - 16);
+            std::thread::sleep(Duration::from_millis(100));
+            s.lock().unwrap().push(info.publication_sequence_number);
+        })
+        .unwrap();
+    let secs = flood_secs();
+    let peer = Hostile::start(&[
+        "flood",
+        "rt/flood",
+        "std_msgs::msg::dds_::ByteMultiArray_",
+        &size.to_string(),
+        &secs.to_string(),
+    ]);
+    let peer = Arc::new(Mutex::new(Some(peer)));
+    let p = peer.clone();
+    let written = Arc::new(AtomicU64::new(u64::MAX));
+    let w = written.clone();
+    let finisher = std::thread::spawn(move || {
+        let peer = p.lock().unwrap().take().unwrap();
+        w.store(peer.finish(), Ordering::Release);
+    });
+    let curve = RssCurve::record(what, &executor, Duration::from_secs(secs + 60), || {
+        written.load(Ordering::Acquire) != u64::MAX
+    });
+    finisher.join().unwrap();
+    let seen = seen.lock().unwrap().clone();
+    println!(
+        "{what}: {} written, {} taken by the callback, lost {}",
+        written.load(Ordering::Acquire),
+        seen.len(),
+        sub.lost_count()
+    );
+    assert!(seen.len() >= 10, "the callback ran {} times", seen.len());
+    let expected: Vec<u64> = (seen[0]..seen[0] + seen.len() as u64).collect();
+    assert_eq!(seen, expected, "a message was skipped");
+    assert_eq!(seen[0], 1, "the first message was lost");
+    assert_eq!(sub.lost_count(), 0);
+    curve
+}
+
+/// 64 KiB messages, the default budget (128 MiB): the queue holds ~2,000 of them. Before the
+/// first fix the subscription queued everything in RAM (20 → 2,554 MB in 5 s); before the
+/// byte budget Fast DDS's history held 5,000 (~330 MB, ~410 MB for the process).
 #[test]
 fn a_flooded_keep_all_subscription_pushes_back_instead_of_growing() {
     in_netns(
         "a_flooded_keep_all_subscription_pushes_back_instead_of_growing",
         Duration::from_secs(flood_secs() + 120),
         || {
-            let executor = dds_context().create_basic_executor();
-            let node = executor.create_node("slow_reader").unwrap();
-            let seen = Arc::new(Mutex::new(Vec::new()));
-            let s = seen.clone();
-            let sub = node
-                .create_subscription_with_info::<ByteMultiArray, _>(
-                    "flood".qos(reliable_keep_all()),
-                    move |msg, info| {
-                        assert_eq!(msg.data.len(), 65536 - 16);
-                        std::thread::sleep(Duration::from_millis(100));
-                        s.lock().unwrap().push(info.publication_sequence_number);
-                    },
-                )
-                .unwrap();
-            let secs = flood_secs();
-            let peer = Hostile::start(&[
-                "flood",
-                "rt/flood",
-                "std_msgs::msg::dds_::ByteMultiArray_",
-                "65536",
-                &secs.to_string(),
-            ]);
-            let peer = Arc::new(Mutex::new(Some(peer)));
-            let p = peer.clone();
-            let written = Arc::new(AtomicU64::new(u64::MAX));
-            let w = written.clone();
-            let finisher = std::thread::spawn(move || {
-                let peer = p.lock().unwrap().take().unwrap();
-                w.store(peer.finish(), Ordering::Release);
-            });
-            let curve = RssCurve::record(
-                "KeepAll subscription, 64 KiB flood",
-                &executor,
-                Duration::from_secs(secs + 60),
-                || written.load(Ordering::Acquire) != u64::MAX,
+            let curve = flood_keep_all("KeepAll subscription, 64 KiB flood", 65536, None);
+            // The budget, four samples in Fast DDS, and the process's own ~30 MB. (How fast
+            // it fills depends on the host: the bound is the check.)
+            curve.assert_at_most(128.0 * 1.049 + 130.0);
+        },
+    );
+}
+
+/// The defect (over Zenoh first): a KeepAll subscription's queue was bounded in messages
+/// only, so 1 MiB messages grew it to gigabytes. 1 MiB messages into a 32 MiB budget: the
+/// process stays near the budget, and nothing is lost (the writer is pushed back).
+#[test]
+fn a_keep_all_queue_of_large_messages_holds_its_byte_budget() {
+    in_netns(
+        "a_keep_all_queue_of_large_messages_holds_its_byte_budget",
+        Duration::from_secs(flood_secs() + 120),
+        || {
+            let curve = flood_keep_all(
+                "KeepAll subscription, 1 MiB flood, 32 MiB budget",
+                1 << 20,
+                Some(32 << 20),
             );
-            finisher.join().unwrap();
-            let seen = seen.lock().unwrap().clone();
-            println!(
-                "KeepAll flood: {} written, {} taken by the callback, lost {}",
-                written.load(Ordering::Acquire),
-                seen.len(),
-                sub.lost_count()
-            );
-            assert!(seen.len() >= 10, "the callback ran {} times", seen.len());
-            let expected: Vec<u64> = (seen[0]..seen[0] + seen.len() as u64).collect();
-            assert_eq!(seen, expected, "a message was skipped");
-            assert_eq!(seen[0], 1, "the first message was lost");
-            assert_eq!(sub.lost_count(), 0);
-            // Fast DDS's history holds 5000 samples of 64 KiB (its default resource limit):
-            // ~330 MB, ~410 MB for the process, never more. (How fast it fills depends on
-            // the host: the bound is the check. The code before the fix passed 1.3 GB in 3 s.)
-            curve.assert_at_most(700.0);
+            // 32 MiB queued, 4 MiB in Fast DDS, the writer's fragments in flight, ~30 MB of
+            // process: well under 10,000 × 1 MiB, or Fast DDS's old 5,000 × 1 MiB.
+            curve.assert_at_most(32.0 * 1.049 + 130.0);
         },
     );
 }

@@ -310,8 +310,11 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 #[test]
 fn rclev_resolves_ros_arguments_as_rclpy_does() {
     in_netns("rclev_resolves_ros_arguments_as_rclpy_does", LIMIT, || {
-        let dir = std::env::temp_dir().join(format!("rclev-args-oracle-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let scratch = tempfile::Builder::new()
+            .prefix("rclev-args-oracle-")
+            .tempdir()
+            .unwrap();
+        let dir = scratch.path().to_path_buf();
         for (name, text) in FILES {
             std::fs::write(dir.join(name), text).unwrap();
         }

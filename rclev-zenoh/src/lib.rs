@@ -41,4 +41,4 @@ pub mod wire;
 pub use config::{ConfigError, ConfigOverride, ConfigSource, RouterCheck, ZenohOptions};
 pub use router::Router;
 pub use session::{SessionError, ZenohSession};
-pub use transport::{ZenohTransport, MAX_TOKENS};
+pub use transport::ZenohTransport;

@@ -525,6 +525,7 @@ fn create_publisher(
             type_support: crate::topic::type_support(info),
             qos,
             reads_message_info: false,
+            max_queue_bytes: rclev::transport::DEFAULT_QUEUE_BYTES,
         },
         Arc::new(()),
     )

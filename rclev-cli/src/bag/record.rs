@@ -290,6 +290,7 @@ impl Recorder {
                 type_support: type_support(info),
                 qos: subscription_qos(&offered),
                 reads_message_info: true,
+                max_queue_bytes: rclev::transport::DEFAULT_QUEUE_BYTES,
             },
             Arc::new(Ready {
                 index,

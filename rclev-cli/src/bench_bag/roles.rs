@@ -143,6 +143,7 @@ pub fn publisher(args: PublisherArgs) -> Result {
             type_support: type_support(type_info()),
             qos: qos(),
             reads_message_info: false,
+            max_queue_bytes: rclev::transport::DEFAULT_QUEUE_BYTES,
         },
         Arc::new(()),
     )?;

@@ -188,10 +188,18 @@ pub fn program() -> Result<Program> {
     if program.path.is_file() {
         return Ok(program);
     }
-    // Built under names of this process's own, then renamed into place: concurrent runs
-    // (tests) never see or run a half-written program.
-    let source = dir.join(format!("rcl_pubsub-{key:016x}.{}.c", std::process::id()));
-    let partial = dir.join(format!("rcl_pubsub-{key:016x}.{}.tmp", std::process::id()));
+    // Built under names of this run's own, then renamed into place: concurrent runs (tests)
+    // never see or run a half-written program. Not the pid alone: the benchmark runs in a PID
+    // namespace of its own, where every run has the same one.
+    let run = format!(
+        "{}.{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let source = dir.join(format!("rcl_pubsub-{key:016x}.{run}.c"));
+    let partial = dir.join(format!("rcl_pubsub-{key:016x}.{run}.tmp"));
     std::fs::write(&source, SOURCE)?;
     eprintln!(
         "building the rcl variant's program against {} (once; cached as {})",

@@ -3,10 +3,11 @@
 //! subscriber), parsed, and the queries the transport answers from them.
 //!
 //! Tokens come from the network: a malformed one is refused and counted (the graph never
-//! shows half of it), and the cache holds at most [`MAX_TOKENS`] (more are refused and
-//! counted), so no peer can grow it without bound. Lock order: the token map's mutex, then the
-//! match watchers' (`events.rs`, which call endpoints' event hooks); the notifier is bumped
-//! after both are released.
+//! shows half of it), and the cache holds at most its [`GraphLimits`] of tokens and bytes
+//! (more are refused and counted, as the DDS transport's graph cache does), so no peer can
+//! grow it without bound. Lock order: the token map's mutex, then the match watchers'
+//! (`events.rs`, which call endpoints' event hooks); the notifier is bumped after both are
+//! released.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,23 +17,21 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use rclev::throttle::ReportThrottle;
-use rclev::transport::{EndpointKind, EventHook, GraphNotifier, GraphSnapshot};
+use rclev::transport::{
+    EndpointKind, EventHook, GraphBudget, GraphLimits, GraphNotifier, GraphSnapshot,
+};
 use rclev::QoSProfile;
 
 use super::events::MatchWatchers;
 use crate::wire::{EntityKind, Token};
 
-/// The most tokens the cache holds: far more than any ROS 2 system declares (a large robot
-/// has a few thousand endpoints), few enough that a flood costs megabytes, not the host.
-pub const MAX_TOKENS: usize = 100_000;
-
 /// Refused tokens, logged at most every 10 s.
 static REFUSED: ReportThrottle = ReportThrottle::new(Duration::from_secs(10));
 
 /// The tokens known now, by key expression, and the notifier of their changes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct GraphCache {
-    tokens: Mutex<HashMap<String, Token>>,
+    tokens: Mutex<Tokens>,
     refused: AtomicU64,
     /// Whether the initial liveliness query (every token there before this session came)
     /// has ended.
@@ -52,8 +51,48 @@ pub(crate) struct MatchKey<'a> {
     pub kind: EntityKind,
 }
 
+/// The token map and what it holds against its limits.
+#[derive(Debug)]
+struct Tokens {
+    by_keyexpr: HashMap<String, Token>,
+    budget: GraphBudget,
+}
+
+impl std::ops::Deref for Tokens {
+    type Target = HashMap<String, Token>;
+    fn deref(&self) -> &Self::Target {
+        &self.by_keyexpr
+    }
+}
+
+/// What a token costs the cache: its key expression, the parsed token's strings (about as
+/// long), and the entry's own overhead.
+fn cost(keyexpr: &str) -> usize {
+    2 * keyexpr.len() + 128
+}
+
+impl Default for GraphCache {
+    fn default() -> Self {
+        Self::new(GraphLimits::DEFAULT)
+    }
+}
+
 impl GraphCache {
-    fn tokens(&self) -> MutexGuard<'_, HashMap<String, Token>> {
+    /// An empty cache, bounded by `limits`.
+    pub fn new(limits: GraphLimits) -> Self {
+        Self {
+            tokens: Mutex::new(Tokens {
+                by_keyexpr: HashMap::new(),
+                budget: GraphBudget::new(limits),
+            }),
+            refused: AtomicU64::new(0),
+            settled: AtomicBool::new(false),
+            notifier: GraphNotifier::default(),
+            watchers: MatchWatchers::default(),
+        }
+    }
+
+    fn tokens(&self) -> MutexGuard<'_, Tokens> {
         self.tokens.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -67,12 +106,12 @@ impl GraphCache {
             let mut tokens = self.tokens();
             if tokens.contains_key(keyexpr) {
                 false
-            } else if tokens.len() >= MAX_TOKENS {
+            } else if let Err(full) = tokens.budget.admit(cost(keyexpr)) {
                 drop(tokens);
-                return self.refuse(keyexpr, "the graph cache is full");
+                return self.refuse(keyexpr, &full.to_string());
             } else {
                 self.watchers.token(&token, true);
-                tokens.insert(keyexpr.to_owned(), token);
+                tokens.by_keyexpr.insert(keyexpr.to_owned(), token);
                 true
             }
         };
@@ -81,13 +120,16 @@ impl GraphCache {
         }
     }
 
-    /// A token of ours, known before the subscriber reports it.
+    /// A token of ours, known before the subscriber reports it: always in, counted against
+    /// what peers may add.
     pub fn put_own(&self, token: &Token) {
         let keyexpr = token.to_keyexpr();
         let inserted = {
             let mut tokens = self.tokens();
-            let inserted = tokens.insert(keyexpr, token.clone()).is_none();
+            let bytes = cost(&keyexpr);
+            let inserted = tokens.by_keyexpr.insert(keyexpr, token.clone()).is_none();
             if inserted {
+                tokens.budget.admit_own(bytes);
                 self.watchers.token(token, true);
             }
             inserted
@@ -101,8 +143,9 @@ impl GraphCache {
     pub fn delete(&self, keyexpr: &str) {
         let removed = {
             let mut tokens = self.tokens();
-            let removed = tokens.remove(keyexpr);
+            let removed = tokens.by_keyexpr.remove(keyexpr);
             if let Some(token) = &removed {
+                tokens.budget.release(cost(keyexpr));
                 self.watchers.token(token, false);
             }
             removed.is_some()
@@ -135,7 +178,7 @@ impl GraphCache {
         self.settled.load(Ordering::Acquire)
     }
 
-    /// Tokens refused so far (malformed, or beyond [`MAX_TOKENS`]).
+    /// Tokens refused so far (malformed, or beyond the cache's limits).
     pub fn refused_count(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
     }
@@ -276,14 +319,48 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_is_bounded() {
-        let graph = GraphCache::default();
-        for id in 0..(MAX_TOKENS as u64 + 5) {
+    fn the_cache_is_bounded_in_tokens() {
+        let graph = GraphCache::new(GraphLimits {
+            max_entries: 1000,
+            ..GraphLimits::DEFAULT
+        });
+        for id in 0..1005 {
             let mut t = token(EntityKind::Node, id);
             t.node_id = id;
             graph.put(&t.to_keyexpr());
         }
-        assert_eq!(graph.snapshot().nodes.len(), MAX_TOKENS);
+        assert_eq!(graph.snapshot().nodes.len(), 1000);
         assert_eq!(graph.refused_count(), 5);
+    }
+
+    /// The defect: the cache held 100,000 tokens whatever their size, and a key expression
+    /// may be ~60 KB: gigabytes.
+    #[test]
+    fn the_cache_is_bounded_in_bytes() {
+        let graph = GraphCache::new(GraphLimits {
+            max_entries: 100_000,
+            max_bytes: 1 << 20,
+        });
+        let long = "n".repeat(60_000);
+        let mut kept = 0;
+        for id in 0..100 {
+            let mut t = token(EntityKind::Node, id);
+            t.node_id = id;
+            t.node_name = format!("{long}{id}");
+            graph.put(&t.to_keyexpr());
+            kept = graph.snapshot().nodes.len();
+        }
+        // Each costs ~120 KB: 8 fit in 1 MiB.
+        assert_eq!(kept, 8);
+        assert_eq!(graph.refused_count(), 92);
+        // One that goes makes room for another.
+        let mut gone = token(EntityKind::Node, 0);
+        gone.node_name = format!("{long}0");
+        graph.delete(&gone.to_keyexpr());
+        let mut t = token(EntityKind::Node, 500);
+        t.node_id = 500;
+        t.node_name = format!("{long}500");
+        graph.put(&t.to_keyexpr());
+        assert_eq!(graph.snapshot().nodes.len(), 8);
     }
 }

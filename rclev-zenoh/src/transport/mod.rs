@@ -18,8 +18,8 @@ use zenoh::Wait;
 
 use rclev::qos::QosEventKind;
 use rclev::transport::{
-    ClientPort, EventHook, GraphSnapshot, NodeName, NodePort, PublisherPort, ReadyHook,
-    ServiceEndpoint, ServicePort, SubscriptionPort, TopicEndpoint, Transport,
+    ClientPort, EventHook, GraphLimits, GraphSnapshot, NodeName, NodePort, PublisherPort,
+    ReadyHook, ServiceEndpoint, ServicePort, SubscriptionPort, TopicEndpoint, Transport,
 };
 use rclev::{Arguments, Context, Error, Result};
 
@@ -27,7 +27,6 @@ use crate::config::{domain_id_from_env, ZenohOptions};
 use crate::session::ZenohSession;
 use crate::wire::{graph_subscription_keyexpr, EntityKind, Token, TopicInfo};
 use graph::GraphCache;
-pub use graph::MAX_TOKENS;
 
 /// What every node and endpoint of one transport shares. Dropped after the last of them, so
 /// the session outlives every declaration made on it.
@@ -155,7 +154,7 @@ impl ZenohTransport {
     /// A transport on an open session.
     pub fn with_session(session: ZenohSession, domain_id: usize, enclave: &str) -> Result<Self> {
         let zid = session.zid().to_string();
-        let graph = Arc::new(GraphCache::default());
+        let graph = Arc::new(GraphCache::new(GraphLimits::from_env()?));
         let shared = Arc::new(Shared {
             graph_subscriber: Mutex::new(None),
             session,
@@ -238,7 +237,9 @@ impl ZenohTransport {
         graph.iter().filter(|zid| **zid != self.shared.zid).count()
     }
 
-    /// Liveliness tokens refused so far: malformed, or beyond [`MAX_TOKENS`].
+    /// Liveliness tokens refused so far: malformed, or beyond the graph cache's limits
+    /// ([`GraphLimits`](rclev::transport::GraphLimits), from `RCLEV_GRAPH_CACHE_ENTRIES` and
+    /// `RCLEV_GRAPH_CACHE_BYTES`).
     pub fn refused_token_count(&self) -> u64 {
         self.shared.graph.refused_count()
     }

@@ -88,12 +88,13 @@ impl Requests {
             );
             return;
         }
+        let len = payload.len();
         let request = decode_payload(payload.to_bytes(), self.decode);
         let id = RequestId {
             writer_guid: attachment.source_gid,
             sequence_number: attachment.sequence_number,
         };
-        if self.inbox.push((id, request, query)) {
+        if self.inbox.push((id, request, query), len) {
             self.inbox.received(false);
         }
     }
@@ -165,7 +166,7 @@ impl ZenohService {
 
 impl ServicePort for ZenohService {
     fn take_request(&self) -> Option<(RequestId, Payload)> {
-        let (id, request, query) = self.requests.inbox.items().pop_front()?;
+        let (id, request, query) = self.requests.inbox.pop()?;
         let dropped = {
             let mut pending = self.pending();
             pending.push_back((id, query));
@@ -276,7 +277,15 @@ impl Call {
     }
 
     fn deliver(&self, result: Result<Payload>) {
-        if self.responses.inbox.push((self.sequence_number, result)) {
+        let len = match &result {
+            Ok(Payload::Serialized(bytes)) => bytes.len(),
+            _ => 0,
+        };
+        if self
+            .responses
+            .inbox
+            .push((self.sequence_number, result), len)
+        {
             self.responses.inbox.received(false);
         }
     }
@@ -375,7 +384,7 @@ impl ClientPort for ZenohClient {
     }
 
     fn take_response(&self) -> Option<(i64, Result<Payload>)> {
-        self.responses.inbox.items().pop_front()
+        self.responses.inbox.pop()
     }
 
     fn service_is_ready(&self) -> bool {

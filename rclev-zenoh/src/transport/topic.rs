@@ -32,8 +32,9 @@ use super::{zenoh_error, Announced, Shared, ZenohNode};
 use crate::wire::keyexpr::data_keyexpr;
 use crate::wire::{Attachment, CongestionControl, EntityKind, TopicInfo, WireQos, WireTypeHash};
 
-/// The most messages a KeepAll subscription queues: Zenoh has no per-reader history that
-/// could push back on the publisher, so beyond this the newest are refused, counted as lost.
+/// The most messages a KeepAll subscription queues (as it holds at most its byte budget,
+/// `TopicEndpoint::max_queue_bytes`): Zenoh has no per-reader history that could push back on
+/// the publisher, so beyond either the newest are refused, counted as lost.
 pub const KEEP_ALL_LIMIT: usize = 10_000;
 
 /// Malformed attachments, logged per endpoint at most every 10 s.
@@ -306,6 +307,7 @@ impl Receiver {
                 .refused(payload.len(), &format_args!("publisher {sender}"));
             return;
         }
+        let len = payload.len();
         let payload = decode_payload(payload.to_bytes(), self.decode);
         let info = MessageInfo {
             source_timestamp: system_time(attachment.map_or(0, |a| a.source_timestamp)),
@@ -321,7 +323,7 @@ impl Receiver {
             reception_sequence_number: self.received.fetch_add(1, Ordering::Relaxed) + 1,
             from_intra_process: false,
         };
-        if self.inbox.push((payload, info)) {
+        if self.inbox.push((payload, info), len) {
             // Zenoh's receive thread: a directly delivered subscription's callback may run
             // right here (`Delivery::Direct`).
             self.inbox.received(true);
@@ -405,7 +407,8 @@ impl ZenohSubscription {
         qos.validate()?;
         let info = &endpoint.type_support.info;
         let receiver = Arc::new(Receiver {
-            inbox: Inbox::new(&endpoint.name, inbox_history(qos.history), ready),
+            inbox: Inbox::new(&endpoint.name, inbox_history(qos.history), ready)
+                .with_max_bytes(endpoint.max_queue_bytes),
             decode: endpoint.type_support.deserialize(),
             max_len: info.max_serialized_size().unwrap_or(usize::MAX),
             received: AtomicU64::new(0),
@@ -456,16 +459,13 @@ impl ZenohSubscription {
         out: &mut Vec<T>,
         f: impl FnMut((Payload, MessageInfo)) -> T,
     ) -> bool {
-        let mut items = self.receiver.inbox.items();
-        let n = max.min(items.len());
-        out.extend(items.drain(..n).map(f));
-        !items.is_empty()
+        self.receiver.inbox.take_into(max, out, f)
     }
 }
 
 impl SubscriptionPort for ZenohSubscription {
     fn take(&self) -> Option<(Payload, MessageInfo)> {
-        self.receiver.inbox.items().pop_front()
+        self.receiver.inbox.pop()
     }
 
     fn take_batch(&self, max: usize, out: &mut Vec<(Payload, MessageInfo)>) -> bool {

@@ -20,6 +20,9 @@ pub struct PrimitiveOptions {
     /// [`IntoPrimitiveOptions::event_handler`]). Services and clients have no QoS events and
     /// refuse one.
     pub event_handler: Option<QosEventHandler>,
+    /// The most bytes a subscription's queue holds on a wire transport (see
+    /// [`IntoPrimitiveOptions::max_queue_bytes`]).
+    pub max_queue_bytes: usize,
 }
 
 /// Conversion into [`PrimitiveOptions`], implemented for names and options.
@@ -50,6 +53,30 @@ pub trait IntoPrimitiveOptions: Sized {
         o.event_handler = Some(QosEventHandler::new(handler));
         o
     }
+    /// Bounds a subscription's queue on a wire transport (DDS, Zenoh) to `bytes` of received
+    /// messages not yet taken, counted by their length on the wire, beside its QoS history's
+    /// bound: [`DEFAULT_QUEUE_BYTES`](crate::transport::DEFAULT_QUEUE_BYTES) (128 MiB)
+    /// unless set. A KeepLast history drops its oldest messages beyond it (the newest is
+    /// always kept); a KeepAll one refuses the newest over Zenoh, and over DDS leaves them
+    /// with the writer, whose reliable writes are then pushed back. Raise it for deep
+    /// histories of large messages (a KeepLast(100) of 4 MiB images needs 400 MiB); lower it
+    /// to bound what a flooding publisher can make the process hold.
+    fn max_queue_bytes(self, bytes: usize) -> PrimitiveOptions {
+        let mut o = self.into_primitive_options();
+        o.max_queue_bytes = bytes;
+        o
+    }
+}
+
+/// The options a name gives: default QoS, delivery and queue bound, no event handler.
+fn named(name: String) -> PrimitiveOptions {
+    PrimitiveOptions {
+        name,
+        qos: QoSProfile::default(),
+        delivery: Delivery::default(),
+        event_handler: None,
+        max_queue_bytes: crate::transport::DEFAULT_QUEUE_BYTES,
+    }
 }
 
 impl IntoPrimitiveOptions for PrimitiveOptions {
@@ -60,22 +87,12 @@ impl IntoPrimitiveOptions for PrimitiveOptions {
 
 impl IntoPrimitiveOptions for &str {
     fn into_primitive_options(self) -> PrimitiveOptions {
-        PrimitiveOptions {
-            name: self.to_string(),
-            qos: QoSProfile::default(),
-            delivery: Delivery::default(),
-            event_handler: None,
-        }
+        named(self.to_string())
     }
 }
 
 impl IntoPrimitiveOptions for String {
     fn into_primitive_options(self) -> PrimitiveOptions {
-        PrimitiveOptions {
-            name: self,
-            qos: QoSProfile::default(),
-            delivery: Delivery::default(),
-            event_handler: None,
-        }
+        named(self)
     }
 }

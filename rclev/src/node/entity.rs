@@ -46,6 +46,7 @@ pub(crate) fn topic_endpoint<T: Message>(
         type_support: TypeSupport::of::<T>(),
         qos: options.qos,
         reads_message_info: false,
+        max_queue_bytes: options.max_queue_bytes,
     })
 }
 

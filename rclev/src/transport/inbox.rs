@@ -1,16 +1,24 @@
 //! The queue between a wire transport's receive thread and the worker that takes from it,
-//! bounded as the endpoint's QoS promises ([rule 11](self) in `docs/transport.md`): nothing a
-//! peer sends grows it past its bound.
+//! bounded as the endpoint's QoS promises ([rule 11](self) in `docs/transport.md`), and in
+//! bytes: nothing a peer sends grows it past its bounds.
 //!
-//! - [`InboxHistory::KeepLast`]: at most `n`, the oldest dropped (counted as lost), as a
-//!   KeepLast history does.
-//! - [`InboxHistory::KeepAll`]: at most `limit`; beyond it the newest is refused (counted as
-//!   lost), for a transport whose engine has no history of its own to hold the rest.
-//! - [`InboxHistory::OnDemand`]: the transport's engine keeps the history and the worker takes
-//!   from it when it wants (rclev-dds's KeepAll readers); at most one batch passes through
-//!   here, so the taker bounds it.
+//! - [`InboxHistory::KeepLast`]: at most `n` items, the oldest dropped (counted as lost), as a
+//!   KeepLast history does; and at most its byte budget, the oldest dropped too (the newest is
+//!   always kept).
+//! - [`InboxHistory::KeepAll`]: at most `limit` items and its byte budget; beyond either the
+//!   newest is refused (counted as lost: a transport that can push back on the sender, as DDS
+//!   flow control does, leaves it with the sender instead, see [`Inbox::room`]). One item
+//!   alone larger than the budget is still taken into an empty inbox.
+//! - [`InboxHistory::OnDemand`]: items are pushed only when the worker asks for them
+//!   ([`Inbox::push_within`]), so the taker bounds them.
+//!
+//! The byte budget is the endpoint's ([`TopicEndpoint::max_queue_bytes`], a subscription
+//! option; [`DEFAULT_QUEUE_BYTES`] by default); an item's bytes are its length on the wire,
+//! which the transport gives with it.
 //!
 //! Lock order: the queue's mutex is a leaf; the ready hook is rung after it is released.
+//!
+//! [`TopicEndpoint::max_queue_bytes`]: super::TopicEndpoint::max_queue_bytes
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -23,6 +31,13 @@ use crate::base::throttle::ReportThrottle;
 
 /// Items refused for their length, logged per endpoint at most every 10 s.
 static REFUSED: ReportThrottle = ReportThrottle::new(Duration::from_secs(10));
+
+/// The bytes a subscription's queue (and a service's or client's) holds at most unless told
+/// otherwise: 128 MiB, the messages received but not yet taken, counted by their length on
+/// the wire. A KeepLast history of large messages drops its oldest beyond it; a KeepAll one
+/// refuses (or, over DDS, leaves with the sender) the newest. Change it per subscription with
+/// [`IntoPrimitiveOptions::max_queue_bytes`](crate::IntoPrimitiveOptions::max_queue_bytes).
+pub const DEFAULT_QUEUE_BYTES: usize = 128 << 20;
 
 /// How an [`Inbox`] bounds what it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,13 +53,29 @@ pub enum InboxHistory {
     OnDemand,
 }
 
+/// The items and their byte total, under the inbox's mutex.
+struct Held<T> {
+    /// Each item with its length in bytes.
+    items: VecDeque<(T, usize)>,
+    bytes: usize,
+}
+
+impl<T> Held<T> {
+    fn pop(&mut self) -> Option<T> {
+        let (item, bytes) = self.items.pop_front()?;
+        self.bytes -= bytes;
+        Some(item)
+    }
+}
+
 /// A bounded queue of what an endpoint received, shared by the transport's receive side
 /// (which pushes) and its port (which takes).
 pub struct Inbox<T> {
     /// The endpoint's name, for reports.
     name: String,
     history: InboxHistory,
-    items: Mutex<VecDeque<T>>,
+    max_bytes: usize,
+    held: Mutex<Held<T>>,
     lost: AtomicU64,
     refused: AtomicU64,
     closed: AtomicBool,
@@ -52,12 +83,17 @@ pub struct Inbox<T> {
 }
 
 impl<T> Inbox<T> {
-    /// An empty inbox for the endpoint `name`, ringing `ready` when something arrives.
+    /// An empty inbox for the endpoint `name` holding at most [`DEFAULT_QUEUE_BYTES`] (see
+    /// [`with_max_bytes`](Self::with_max_bytes)), ringing `ready` when something arrives.
     pub fn new(name: &str, history: InboxHistory, ready: Arc<dyn ReadyHook>) -> Self {
         Self {
             name: name.to_string(),
             history,
-            items: Mutex::new(VecDeque::new()),
+            max_bytes: DEFAULT_QUEUE_BYTES,
+            held: Mutex::new(Held {
+                items: VecDeque::new(),
+                bytes: 0,
+            }),
             lost: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             closed: AtomicBool::new(false),
@@ -65,14 +101,19 @@ impl<T> Inbox<T> {
         }
     }
 
+    /// The inbox, holding at most `max_bytes` (at least one item whatever its length).
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
     /// The endpoint's name.
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// The queue, locked (a leaf lock: call no hook while holding it).
-    pub fn items(&self) -> MutexGuard<'_, VecDeque<T>> {
-        self.items.lock().unwrap_or_else(|e| e.into_inner())
+    fn held(&self) -> MutexGuard<'_, Held<T>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether [`close`](Self::close) was called.
@@ -80,28 +121,36 @@ impl<T> Inbox<T> {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Queues an item, within the inbox's bound (what falls out is counted as lost); whether
-    /// the item itself was queued. Rings nothing: see [`received`](Self::received).
-    pub fn push(&self, item: T) -> bool {
+    /// Queues an item of `bytes` bytes (its length on the wire), within the inbox's bounds
+    /// (what falls out is counted as lost); whether the item itself was queued. Rings
+    /// nothing: see [`received`](Self::received).
+    pub fn push(&self, item: T, bytes: usize) -> bool {
         if self.is_closed() {
             return false;
         }
-        let mut items = self.items();
+        let mut held = self.held();
         match self.history {
             InboxHistory::KeepLast(depth) => {
-                items.push_back(item);
-                while items.len() > depth.max(1) {
-                    items.pop_front();
+                held.items.push_back((item, bytes));
+                held.bytes += bytes;
+                while held.items.len() > depth.max(1)
+                    || (held.bytes > self.max_bytes && held.items.len() > 1)
+                {
+                    held.pop();
                     self.lost.fetch_add(1, Ordering::Relaxed);
                 }
                 true
             }
-            InboxHistory::KeepAll { limit } if items.len() >= limit.max(1) => {
+            InboxHistory::KeepAll { limit }
+                if held.items.len() >= limit.max(1)
+                    || (!held.items.is_empty() && held.bytes + bytes > self.max_bytes) =>
+            {
                 self.lost.fetch_add(1, Ordering::Relaxed);
                 false
             }
             InboxHistory::KeepAll { .. } | InboxHistory::OnDemand => {
-                items.push_back(item);
+                held.items.push_back((item, bytes));
+                held.bytes += bytes;
                 true
             }
         }
@@ -109,16 +158,68 @@ impl<T> Inbox<T> {
 
     /// Queues an item if fewer than `limit` are queued, whatever the inbox's own bound;
     /// whether it did. Nothing is counted.
-    pub fn push_within(&self, item: T, limit: usize) -> bool {
+    pub fn push_within(&self, item: T, bytes: usize, limit: usize) -> bool {
         if self.is_closed() {
             return false;
         }
-        let mut items = self.items();
-        if items.len() >= limit {
+        let mut held = self.held();
+        if held.items.len() >= limit {
             return false;
         }
-        items.push_back(item);
+        held.items.push_back((item, bytes));
+        held.bytes += bytes;
         true
+    }
+
+    /// How many more items a [`KeepAll`](InboxHistory::KeepAll) inbox takes now: none once
+    /// it holds its byte budget. A transport that can leave items with the sender (DDS: in
+    /// its reader's history, which pushes back on a reliable writer) takes no more than this
+    /// from it. `usize::MAX` for the other histories, which never refuse.
+    pub fn room(&self) -> usize {
+        match self.history {
+            InboxHistory::KeepAll { limit } => {
+                let held = self.held();
+                if held.bytes >= self.max_bytes && !held.items.is_empty() {
+                    0
+                } else {
+                    limit.max(1).saturating_sub(held.items.len())
+                }
+            }
+            InboxHistory::KeepLast(_) | InboxHistory::OnDemand => usize::MAX,
+        }
+    }
+
+    /// Takes the oldest item.
+    pub fn pop(&self) -> Option<T> {
+        self.held().pop()
+    }
+
+    /// Moves up to `max` of the oldest items, converted by `f`, into `out`; whether more are
+    /// left.
+    pub fn take_into<U>(&self, max: usize, out: &mut Vec<U>, mut f: impl FnMut(T) -> U) -> bool {
+        let mut held = self.held();
+        for _ in 0..max {
+            match held.pop() {
+                Some(item) => out.push(f(item)),
+                None => return false,
+            }
+        }
+        !held.items.is_empty()
+    }
+
+    /// How many items are queued.
+    pub fn len(&self) -> usize {
+        self.held().items.len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many bytes the queued items hold.
+    pub fn bytes(&self) -> usize {
+        self.held().bytes
     }
 
     /// Says that something can be taken now. `direct` when this is the transport's own
@@ -153,7 +254,7 @@ impl<T> Inbox<T> {
         self.history == InboxHistory::OnDemand
     }
 
-    /// Items dropped or refused so far for the bound.
+    /// Items dropped or refused so far for the bounds.
     pub fn lost_count(&self) -> u64 {
         self.lost.load(Ordering::Relaxed)
     }
@@ -166,7 +267,12 @@ impl<T> Inbox<T> {
     /// Stops queueing and forgets what is queued.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        let drained = std::mem::take(&mut *self.items());
+        let drained = {
+            let mut held = self.held();
+            held.bytes = 0;
+            std::mem::take(&mut held.items)
+        };
+        // Dropped outside the lock.
         drop(drained);
     }
 }
@@ -176,7 +282,9 @@ impl<T> fmt::Debug for Inbox<T> {
         f.debug_struct("Inbox")
             .field("name", &self.name)
             .field("history", &self.history)
-            .field("queued", &self.items().len())
+            .field("max_bytes", &self.max_bytes)
+            .field("queued", &self.len())
+            .field("bytes", &self.bytes())
             .field("lost", &self.lost_count())
             .finish()
     }
@@ -191,29 +299,72 @@ mod tests {
         fn ready(&self) {}
     }
 
+    fn drain<T>(inbox: &Inbox<T>) -> Vec<T> {
+        let mut out = Vec::new();
+        inbox.take_into(usize::MAX, &mut out, |t| t);
+        out
+    }
+
     #[test]
     fn keep_last_holds_the_newest_depth_and_counts_the_rest_lost() {
         let inbox = Inbox::new("/t", InboxHistory::KeepLast(3), Arc::new(Quiet));
         for i in 0..10 {
-            assert!(inbox.push(i));
+            assert!(inbox.push(i, 1));
         }
-        assert_eq!(inbox.items().iter().copied().collect::<Vec<_>>(), [7, 8, 9]);
+        assert_eq!((inbox.len(), inbox.bytes()), (3, 3));
+        assert_eq!(drain(&inbox), [7, 8, 9]);
         assert_eq!(inbox.lost_count(), 7);
         inbox.close();
-        assert!(!inbox.push(10));
-        assert!(inbox.items().is_empty(), "nothing is queued once closed");
+        assert!(!inbox.push(10, 1));
+        assert!(inbox.is_empty(), "nothing is queued once closed");
     }
 
     #[test]
     fn keep_all_refuses_beyond_its_limit_and_counts_it() {
         let inbox = Inbox::new("/t", InboxHistory::KeepAll { limit: 2 }, Arc::new(Quiet));
-        assert!(inbox.push(1));
-        assert!(inbox.push(2));
-        assert!(!inbox.push(3));
-        assert_eq!(inbox.items().iter().copied().collect::<Vec<_>>(), [1, 2]);
+        assert!(inbox.push(1, 1));
+        assert!(inbox.push(2, 1));
+        assert_eq!(inbox.room(), 0);
+        assert!(!inbox.push(3, 1));
         assert_eq!(inbox.lost_count(), 1);
-        inbox.items().pop_front();
-        assert!(inbox.push(4), "room again once taken");
+        assert_eq!(inbox.pop(), Some(1));
+        assert_eq!(inbox.room(), 1);
+        assert!(inbox.push(4, 1), "room again once taken");
+        assert_eq!(drain(&inbox), [2, 4]);
+    }
+
+    /// The defect: a Zenoh KeepAll subscription held up to 10,000 samples of any size, and
+    /// with 1 MiB samples grew past 3.4 GB.
+    #[test]
+    fn both_histories_are_bounded_in_bytes_too() {
+        const MIB: usize = 1 << 20;
+        let all = Inbox::new(
+            "/t",
+            InboxHistory::KeepAll { limit: 10_000 },
+            Arc::new(Quiet),
+        )
+        .with_max_bytes(8 * MIB);
+        let taken = (0..100).filter(|i| all.push(*i, MIB)).count();
+        assert_eq!((taken, all.len(), all.bytes()), (8, 8, 8 * MIB));
+        assert_eq!((all.room(), all.lost_count()), (0, 92));
+        // One item larger than the budget still goes into an empty inbox.
+        let one = Inbox::new("/t", InboxHistory::KeepAll { limit: 10 }, Arc::new(Quiet))
+            .with_max_bytes(MIB);
+        assert!(one.push(0, 5 * MIB));
+        assert!(!one.push(1, 1));
+
+        let last =
+            Inbox::new("/t", InboxHistory::KeepLast(1000), Arc::new(Quiet)).with_max_bytes(8 * MIB);
+        for i in 0..100 {
+            assert!(last.push(i, MIB));
+        }
+        assert_eq!(
+            (last.len(), last.bytes(), last.lost_count()),
+            (8, 8 * MIB, 92)
+        );
+        assert_eq!(drain(&last), (92..100).collect::<Vec<_>>());
+        assert!(last.push(0, 50 * MIB), "the newest is always kept");
+        assert_eq!(last.len(), 1);
     }
 
     #[test]
@@ -222,7 +373,8 @@ mod tests {
         inbox.refused(10, &"writer 1");
         assert_eq!(inbox.refused_count(), 1);
         assert!(inbox.on_demand());
-        assert!(inbox.push_within(1, 1));
-        assert!(!inbox.push_within(2, 1));
+        assert!(inbox.push_within(1, 1, 1));
+        assert!(!inbox.push_within(2, 1, 1));
+        assert_eq!(inbox.room(), usize::MAX);
     }
 }

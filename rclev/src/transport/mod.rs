@@ -22,14 +22,18 @@ use crate::msg::{ServiceType, TypeHash};
 use crate::qos::{QoSProfile, QosEvent, QosEventKind};
 
 mod graph;
+mod graph_limits;
 mod ids;
 mod inbox;
 pub(crate) mod intra;
 mod payload;
 
 pub use graph::{EndpointInfo, EndpointKind, GraphNotifier, GraphSnapshot, NodeName};
+pub use graph_limits::{
+    GraphBudget, GraphFull, GraphLimits, GRAPH_CACHE_BYTES_VAR, GRAPH_CACHE_ENTRIES_VAR,
+};
 pub use ids::{Gid, MessageInfo, RequestId};
-pub use inbox::{Inbox, InboxHistory};
+pub use inbox::{Inbox, InboxHistory, DEFAULT_QUEUE_BYTES};
 pub use intra::IntraProcess;
 pub use payload::{DeserializeFn, EncodeInPlace, EncodedLenFn, Payload, SerializeFn, TypeSupport};
 
@@ -100,6 +104,11 @@ pub struct TopicEndpoint {
     /// queued message) may leave the infos of a subscription that does not partial: then
     /// only the reception sequence number is sure to be set.
     pub reads_message_info: bool,
+    /// For a subscription on a wire transport: the most bytes (received messages' lengths
+    /// on the wire) its queue holds ([`DEFAULT_QUEUE_BYTES`] by default), beside its QoS
+    /// history's bound. Ignored by publishers and by the in-process transport, whose queues
+    /// hold shared values, not copies.
+    pub max_queue_bytes: usize,
 }
 
 /// A service endpoint (server or client) to create.

@@ -370,6 +370,7 @@ mod tests {
             type_support: TypeSupport::of::<Int64>(),
             qos,
             reads_message_info: false,
+            max_queue_bytes: crate::transport::DEFAULT_QUEUE_BYTES,
         }
     }
 

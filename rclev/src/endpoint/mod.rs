@@ -7,4 +7,4 @@ mod delivery;
 mod options;
 
 pub use delivery::{AdaptiveDeliveryState, Delivery};
-pub use options::{IntoPrimitiveOptions, PrimitiveOptions};
+pub use options::{IntoPrimitiveOptions, PrimitiveOptions, DEFAULT_QUEUE_BYTES};

@@ -4,6 +4,13 @@
 use super::Delivery;
 use crate::qos::{QoSProfile, QosEvent, QosEventHandler};
 
+/// The bytes a subscription's queue (and a service's or client's) holds at most unless told
+/// otherwise: 128 MiB, the messages received but not yet taken, counted by their length on
+/// the wire. A KeepLast history of large messages drops its oldest beyond it; a KeepAll one
+/// refuses (or, over DDS, leaves with the sender) the newest. Change it per subscription with
+/// [`IntoPrimitiveOptions::max_queue_bytes`].
+pub const DEFAULT_QUEUE_BYTES: usize = 128 << 20;
+
 /// Options for a publisher, subscription, service or client: the name plus QoS.
 ///
 /// A plain `&str` converts into options with the default QoS; chain [`IntoPrimitiveOptions::qos`]
@@ -55,7 +62,7 @@ pub trait IntoPrimitiveOptions: Sized {
     }
     /// Bounds a subscription's queue on a wire transport (DDS, Zenoh) to `bytes` of received
     /// messages not yet taken, counted by their length on the wire, beside its QoS history's
-    /// bound: [`DEFAULT_QUEUE_BYTES`](crate::transport::DEFAULT_QUEUE_BYTES) (128 MiB)
+    /// bound: [`DEFAULT_QUEUE_BYTES`] (128 MiB)
     /// unless set. A KeepLast history drops its oldest messages beyond it (the newest is
     /// always kept); a KeepAll one refuses the newest over Zenoh, and over DDS leaves them
     /// with the writer, whose reliable writes are then pushed back. Raise it for deep
@@ -75,7 +82,7 @@ fn named(name: String) -> PrimitiveOptions {
         qos: QoSProfile::default(),
         delivery: Delivery::default(),
         event_handler: None,
-        max_queue_bytes: crate::transport::DEFAULT_QUEUE_BYTES,
+        max_queue_bytes: DEFAULT_QUEUE_BYTES,
     }
 }
 

@@ -13,8 +13,8 @@
 
 use super::cdr::{CdrError, CdrReader, CdrWriter};
 use super::description::{FieldDescription, IndividualTypeDescription, TypeDescription};
-use super::limits::{over_limit, TypeLimits};
-use super::type_graph::{types_of, TypeGraph};
+use super::limits::TypeLimits;
+use super::type_graph::{over_limit, types_of, TypeGraph};
 use crate::base::error::{Error, Result};
 
 /// A field's value.
@@ -254,8 +254,8 @@ impl DynamicType {
     /// An upper bound of the length of the type's CDR encoding; see
     /// [`TypeDescription::max_serialized_size`].
     pub fn max_serialized_size(&self) -> Option<usize> {
-        super::description::max_body_size(&self.description, &self.graph)?
-            .checked_add(super::description::ENCAPSULATION + super::description::TRAILING_SLACK)
+        super::max_size::max_body_size(&self.description, &self.graph)?
+            .checked_add(super::max_size::ENCAPSULATION + super::max_size::TRAILING_SLACK)
     }
 
     fn check_values(&self, t: usize) -> Result<()> {

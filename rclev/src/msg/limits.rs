@@ -7,12 +7,6 @@
 //! keep what one type may cost in memory, and in values built from its defaults, to a size no
 //! real ROS 2 type comes near, with an error that names the limit when a type is over it.
 
-use crate::base::error::{Error, Result};
-use crate::interfaces::type_description_interfaces::msg as td;
-
-use super::description::TypeDescription;
-use super::type_graph::{FieldLike, TypeGraph};
-
 /// Bounds on a type description from outside the program (a peer, a bag, an installed
 /// file). A description over any of them is refused with [`Error::TypeOverLimit`], which
 /// names the limit.
@@ -52,25 +46,6 @@ impl TypeLimits {
         max_bytes: 1 << 20,
         max_values: 1 << 22,
     };
-
-    /// Checks `description` against these limits, and that it is a type at all: every
-    /// nested type it names is among its references, once, no type contains itself, every
-    /// type id is one REP-2016 defines, every type has a field and every array an element.
-    /// Linear in the description's size.
-    pub fn check(&self, description: &TypeDescription) -> Result<()> {
-        TypeGraph::of_description(description, self).map(drop)
-    }
-
-    /// [`check`](Self::check) for a description as the `type_description_interfaces` message
-    /// carries it (what a peer's `~/get_type_description` answers), before anything is made
-    /// of it.
-    pub fn check_message(&self, description: &td::TypeDescription) -> Result<()> {
-        let types: Vec<(&str, &[td::Field])> = std::iter::once(&description.type_description)
-            .chain(&description.referenced_type_descriptions)
-            .map(|d| (d.type_name.as_str(), d.fields.as_slice()))
-            .collect();
-        TypeGraph::build(&types, self).map(drop)
-    }
 }
 
 impl Default for TypeLimits {
@@ -79,38 +54,13 @@ impl Default for TypeLimits {
     }
 }
 
-impl FieldLike for td::Field {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn type_id(&self) -> u8 {
-        self.r#type.type_id
-    }
-    fn capacity(&self) -> u64 {
-        self.r#type.capacity
-    }
-    fn nested_type_name(&self) -> &str {
-        &self.r#type.nested_type_name
-    }
-    fn text_len(&self) -> usize {
-        self.name.len() + self.r#type.nested_type_name.len() + self.default_value.len()
-    }
-}
-
-/// An [`Error::TypeOverLimit`].
-pub(crate) fn over_limit(type_name: &str, limit: &'static str, max: usize, what: String) -> Error {
-    Error::TypeOverLimit {
-        type_name: super::type_graph::shown(type_name),
-        limit,
-        max,
-        what,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::error::Error;
+    use crate::interfaces::type_description_interfaces::msg as td;
     use crate::interfaces::MESSAGE_TYPES;
+    use crate::msg::type_graph::TypeGraph;
 
     #[test]
     fn every_shipped_type_is_far_inside_the_default_limits() {

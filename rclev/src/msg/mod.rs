@@ -12,6 +12,7 @@ pub use crate::base::cdr;
 mod description;
 mod dynamic;
 mod limits;
+mod max_size;
 mod type_graph;
 
 pub use cdr::{CdrError, CdrReader, CdrWriter};

@@ -18,8 +18,9 @@
 use std::collections::HashMap;
 
 use super::description::{FieldDescription, IndividualTypeDescription, TypeDescription};
-use super::limits::{over_limit, TypeLimits};
+use super::limits::TypeLimits;
 use crate::base::error::{Error, Result};
+use crate::interfaces::type_description_interfaces::msg as td;
 
 /// What the graph needs of a field, in either form a description comes in (the generated
 /// `'static` tables, or the `type_description_interfaces` message a peer sends).
@@ -231,6 +232,56 @@ impl TypeGraph {
     pub(crate) fn nested(&self, t: usize, field: usize) -> Option<usize> {
         let target = self.target[self.first_field[t] as usize + field];
         (target != NONE).then_some(target as usize)
+    }
+}
+
+/// The checks of [`TypeLimits`], which build the graph and drop it.
+impl TypeLimits {
+    /// Checks `description` against these limits, and that it is a type at all: every
+    /// nested type it names is among its references, once, no type contains itself, every
+    /// type id is one REP-2016 defines, every type has a field and every array an element.
+    /// Linear in the description's size.
+    pub fn check(&self, description: &TypeDescription) -> Result<()> {
+        TypeGraph::of_description(description, self).map(drop)
+    }
+
+    /// [`check`](Self::check) for a description as the `type_description_interfaces` message
+    /// carries it (what a peer's `~/get_type_description` answers), before anything is made
+    /// of it.
+    pub fn check_message(&self, description: &td::TypeDescription) -> Result<()> {
+        let types: Vec<(&str, &[td::Field])> = std::iter::once(&description.type_description)
+            .chain(&description.referenced_type_descriptions)
+            .map(|d| (d.type_name.as_str(), d.fields.as_slice()))
+            .collect();
+        TypeGraph::build(&types, self).map(drop)
+    }
+}
+
+impl FieldLike for td::Field {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn type_id(&self) -> u8 {
+        self.r#type.type_id
+    }
+    fn capacity(&self) -> u64 {
+        self.r#type.capacity
+    }
+    fn nested_type_name(&self) -> &str {
+        &self.r#type.nested_type_name
+    }
+    fn text_len(&self) -> usize {
+        self.name.len() + self.r#type.nested_type_name.len() + self.default_value.len()
+    }
+}
+
+/// An [`Error::TypeOverLimit`].
+pub(crate) fn over_limit(type_name: &str, limit: &'static str, max: usize, what: String) -> Error {
+    Error::TypeOverLimit {
+        type_name: shown(type_name),
+        limit,
+        max,
+        what,
     }
 }
 

@@ -28,16 +28,10 @@ use std::time::Duration;
 
 use super::ReadyHook;
 use crate::base::throttle::ReportThrottle;
+pub use crate::endpoint::DEFAULT_QUEUE_BYTES;
 
 /// Items refused for their length, logged per endpoint at most every 10 s.
 static REFUSED: ReportThrottle = ReportThrottle::new(Duration::from_secs(10));
-
-/// The bytes a subscription's queue (and a service's or client's) holds at most unless told
-/// otherwise: 128 MiB, the messages received but not yet taken, counted by their length on
-/// the wire. A KeepLast history of large messages drops its oldest beyond it; a KeepAll one
-/// refuses (or, over DDS, leaves with the sender) the newest. Change it per subscription with
-/// [`IntoPrimitiveOptions::max_queue_bytes`](crate::IntoPrimitiveOptions::max_queue_bytes).
-pub const DEFAULT_QUEUE_BYTES: usize = 128 << 20;
 
 /// How an [`Inbox`] bounds what it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

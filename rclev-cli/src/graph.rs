@@ -57,6 +57,12 @@ const EARLIEST_ANSWER: Duration = Duration::from_secs(1);
 /// participant never says which endpoints it has, so the graph may never settle.
 const SETTLE_GRACE: Duration = Duration::from_secs(2);
 
+/// After a graph change, the verbs look again once no other change came for this long...
+const CHANGE_QUIET: Duration = Duration::from_millis(20);
+/// ...or this long after the first change, whichever is sooner (a peer announcing entities
+/// without pause is looked at five times a second).
+const SETTLE_BURST: Duration = Duration::from_millis(200);
+
 /// How a verb listens before it answers.
 struct Listening {
     /// Never less than this, unless the answer is certain earlier.
@@ -179,8 +185,21 @@ fn listen(
                     .min()
                     .unwrap_or(limit);
             match tokio::time::timeout_at(next, changes.changed()).await {
-                // A change, or the time to look again.
-                Ok(Ok(())) | Err(_) => {}
+                // A change: let a burst of them (a peer's thousands of entities arriving)
+                // pass before looking again, so the graph is looked at a bounded number of
+                // times per second, not once per entity.
+                Ok(Ok(())) => {
+                    let quiet_by = (tokio::time::Instant::now() + SETTLE_BURST).min(next);
+                    while let Ok(Ok(())) =
+                        tokio::time::timeout(CHANGE_QUIET, changes.changed()).await
+                    {
+                        if tokio::time::Instant::now() >= quiet_by {
+                            break;
+                        }
+                    }
+                }
+                // The time to look again.
+                Err(_) => {}
                 // The transport is gone: print what is known.
                 Ok(Err(_)) => return ("closed", start.elapsed()),
             }

@@ -49,6 +49,12 @@ mod wire;
 #[cfg(feature = "zenoh")]
 mod zenoh_router;
 
+/// What the CLI logs without `RUST_LOG`: warnings and errors from everything, rclev's own
+/// information too. (`zenoh` also matches the `zenoh_*` crates' targets: a directive is a
+/// prefix.)
+const DEFAULT_LOG_FILTER: &str =
+    "warn,rclev=info,rclev_cli=info,rclev_dds=info,rclev_zenoh=info,rclev_bag=info";
+
 #[derive(Parser)]
 #[command(
     name = "rclev",
@@ -594,11 +600,15 @@ fn run() -> errors::Result {
     if ends_on_ctrl_c(&cli.command) {
         interrupt::install();
     }
+    // RUST_LOG, or: rclev's own messages from info up, its dependencies' (Zenoh's "Using
+    // ZID…", "Zenoh can be reached at…") from warnings up, as `ros2` on rmw_zenoh shows none
+    // of theirs. Colour only on a terminal: piped, the lines are plain text.
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER)),
         )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
     match cli.command {

@@ -562,6 +562,14 @@ fn scalar_text(v: &Value) -> String {
 }
 
 /// A YAML string, quoted when plain text would read as something else.
+/// Whether `s` prints as itself (nothing [`rclev::printable`] would escape).
+fn printable(s: &str) -> bool {
+    matches!(
+        rclev::printable(s, usize::MAX),
+        std::borrow::Cow::Borrowed(_)
+    )
+}
+
 fn quote(s: &str) -> String {
     let plain = !s.is_empty()
         && s.trim() == s
@@ -570,9 +578,8 @@ fn quote(s: &str) -> String {
         ])
         && !s.contains(": ")
         && !s.contains(" #")
-        && !s
-            .chars()
-            .any(|c| c.is_control() || matches!(c, '{' | '}' | '[' | ']' | ','))
+        && !s.chars().any(|c| matches!(c, '{' | '}' | '[' | ']' | ','))
+        && printable(s)
         && s.parse::<f64>().is_err()
         && !matches!(
             s.to_ascii_lowercase().as_str(),
@@ -580,7 +587,10 @@ fn quote(s: &str) -> String {
         );
     if plain {
         s.to_string()
-    } else if s.chars().any(|c| c.is_control()) {
+    } else if !printable(s) {
+        // Escaped (Rust's escapes, which cover the invisible characters too): a control
+        // character or a right-to-left override from a peer's message must not act on the
+        // terminal.
         format!("{s:?}")
     } else {
         format!("'{}'", s.replace('\'', "''"))

@@ -73,13 +73,40 @@ impl CliTransport {
     }
 }
 
+/// `graph` with its node names, namespaces, endpoint names and type names passed through
+/// [`rclev::printable`]: a valid ROS name is unchanged; any other comes out escaped
+/// (`\u{1b}[2J`, `\n`), so that what the tools print is what a peer announced, not what
+/// it makes the terminal do. (An escaped name matches no name a user types, or a valid one
+/// the tools could subscribe to: nothing lost.)
+pub(crate) fn printable_graph(mut graph: GraphSnapshot) -> GraphSnapshot {
+    fn fix(s: &mut String) {
+        if let std::borrow::Cow::Owned(escaped) = rclev::printable(s, usize::MAX) {
+            *s = escaped;
+        }
+    }
+    for node in &mut graph.nodes {
+        fix(&mut node.name);
+        fix(&mut node.namespace);
+    }
+    for e in &mut graph.endpoints {
+        fix(&mut e.node.name);
+        fix(&mut e.node.namespace);
+        fix(&mut e.name);
+        fix(&mut e.type_name);
+    }
+    graph
+}
+
 impl Transport for CliTransport {
     fn create_node(&self, node: &NodeName) -> Result<Arc<dyn NodePort>> {
         self.inner().create_node(node)
     }
 
+    /// The graph, every name in it printable: the tools print what peers announce, and a
+    /// name may hold escape sequences, BEL, NUL, a right-to-left override or a line break (see
+    /// [`printable_graph`]).
     fn graph(&self) -> GraphSnapshot {
-        self.inner().graph()
+        printable_graph(self.inner().graph())
     }
 
     fn graph_changes(&self) -> watch::Receiver<u64> {

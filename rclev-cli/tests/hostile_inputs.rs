@@ -318,7 +318,7 @@ fn topic_echo_and_pub_refuse_installed_types_over_the_limits() {
                 let mut play = KilledOnDrop(Some(
                     Command::new(env!("CARGO_BIN_EXE_rclev"))
                         .args(["bag", "play", file.to_str().unwrap()])
-                        .args(["--wait-for-subscribers", "1"])
+                        .args(["--topics", "/hostile", "--wait-for-subscribers", "1"])
                         .envs(env)
                         .stdout(Stdio::null())
                         .spawn()

@@ -224,3 +224,100 @@ fn the_tools_work_over_zenoh() {
         spinning.join().unwrap();
     });
 }
+
+/// Node tokens declared straight on a Zenoh session (as any peer may), in the domain's
+/// liveliness space: one per name, with this session's id. Dropping them undeclares them.
+fn declare_nodes(
+    session: &rclev_zenoh::ZenohSession,
+    names: impl IntoIterator<Item = String>,
+) -> Vec<zenoh::liveliness::LivelinessToken> {
+    use zenoh::Wait;
+    let zid = session.zid().to_string();
+    names
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let token = rclev_zenoh::wire::Token {
+                domain_id: 0,
+                zid: zid.clone(),
+                node_id: i as u64,
+                entity_id: i as u64,
+                kind: rclev_zenoh::wire::EntityKind::Node,
+                enclave: "/".into(),
+                namespace: "/".into(),
+                node_name: name,
+                topic: None,
+            };
+            session
+                .zenoh()
+                .liveliness()
+                .declare_token(token.to_keyexpr())
+                .wait()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// A session of the test's own on the router `rclev zenoh router` runs.
+fn peer_session() -> rclev_zenoh::ZenohSession {
+    let options = rclev_zenoh::ZenohOptions {
+        router_check: rclev_zenoh::RouterCheck::Attempts(std::num::NonZeroU64::new(30).unwrap()),
+        ..rclev_zenoh::ZenohOptions::default()
+    };
+    rclev_zenoh::ZenohSession::open(&options).unwrap()
+}
+
+/// The defects: `node list` printed peer-supplied names raw — escape sequences that clear
+/// the screen, BEL, NUL, a right-to-left override, a line break that turns one node into two
+/// — and over Zenoh listed none of 5,000 nodes announced by one peer within its default
+/// window (Zenoh's own liveliness query returns them in about 1 s).
+#[test]
+fn node_list_over_zenoh_escapes_hostile_names_and_lists_5000_nodes() {
+    in_netns(
+        "node_list_over_zenoh_escapes_hostile_names_and_lists_5000_nodes",
+        LIMIT,
+        || {
+            let _router = Running(
+                rclev()
+                    .args(["zenoh", "router"])
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+            let session = peer_session();
+            let hostile = [
+                "clear\u{1b}[2J\u{1b}[Hscreen",
+                "bell\u{7}",
+                "nul\u{0}byte",
+                "two\nnodes",
+                "right\u{202e}left",
+            ];
+            let _hostile = declare_nodes(&session, hostile.iter().map(|n| n.to_string()));
+            let started = std::time::Instant::now();
+            let _many = declare_nodes(&session, (0..5000).map(|i| format!("node_{i}")));
+            println!("5000 tokens declared in {:?}", started.elapsed());
+            let started = std::time::Instant::now();
+            let out = rclev().args(["node", "list"]).output().unwrap();
+            println!("node list answered in {:?}", started.elapsed());
+            assert!(out.status.success());
+            let text = String::from_utf8_lossy(&out.stdout);
+            let lines: Vec<&str> = text.lines().collect();
+            let many = lines.iter().filter(|l| l.starts_with("/node_")).count();
+            assert_eq!(many, 5000, "listed {many} of 5000");
+            // Nothing a terminal would act on, one line per node, each shown escaped.
+            for c in ['\u{1b}', '\u{7}', '\u{0}', '\u{202e}'] {
+                assert!(!text.contains(c), "a raw {c:?} was printed");
+            }
+            for shown in [
+                "/clear\\u{1b}[2J\\u{1b}[Hscreen",
+                "/bell\\u{7}",
+                "/nul\\u{0}byte",
+                "/two\\nnodes",
+                "/right\\u{202e}left",
+            ] {
+                assert!(lines.contains(&shown), "{shown} not listed");
+            }
+            assert_eq!(lines.len(), 5005, "one line per node");
+        },
+    );
+}

@@ -38,7 +38,7 @@ struct PeerEntities {
 impl PeerEntities {
     fn drop_sample(&self, writer: &[u8; 16], why: &str) {
         if let Some(held_back) = DROPPED.note(&id_text(writer)) {
-            tracing::warn!(
+            rclev::diagnostic!(WARN,
                 target: "rclev_dds",
                 "ros_discovery_info from writer {}: {why}; sample dropped{held_back}",
                 id_text(writer)
@@ -147,7 +147,7 @@ impl Announcer {
                     .map_err(|e| e.what().to_string())
             });
         if let Err(e) = written {
-            tracing::warn!(target: "rclev_dds", "ros_discovery_info not published: {e}");
+            rclev::diagnostic!(WARN, target: "rclev_dds", "ros_discovery_info not published: {e}");
         }
     }
 }

@@ -117,7 +117,7 @@ impl DdsOptions {
             Some("OFF") => DiscoveryRangeOption::Off,
             Some("SYSTEM_DEFAULT") => DiscoveryRangeOption::SystemDefault,
             Some(other) => {
-                tracing::warn!(
+                rclev::diagnostic!(WARN,
                     target: "rclev_dds",
                     "ROS_AUTOMATIC_DISCOVERY_RANGE={other} is not one of SUBNET, LOCALHOST, OFF, \
                      SYSTEM_DEFAULT; using LOCALHOST"
@@ -128,14 +128,14 @@ impl DdsOptions {
         if let Some(peers) = var("ROS_STATIC_PEERS") {
             for peer in peers.split(';').map(str::trim).filter(|p| !p.is_empty()) {
                 if peer.len() >= 256 {
-                    tracing::warn!(target: "rclev_dds", "ROS_STATIC_PEERS entry of {} characters skipped", peer.len());
+                    rclev::diagnostic!(WARN, target: "rclev_dds", "ROS_STATIC_PEERS entry of {} characters skipped", peer.len());
                 } else {
                     options.static_peers.push(peer.to_string());
                 }
             }
         }
         if var("ROS_LOCALHOST_ONLY").as_deref() == Some("1") {
-            tracing::warn!(
+            rclev::diagnostic!(WARN,
                 target: "rclev_dds",
                 "ROS_LOCALHOST_ONLY is deprecated; it sets ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST"
             );
@@ -156,7 +156,7 @@ impl DdsOptions {
         }
         if options.range == DiscoveryRangeOption::SystemDefault && !options.static_peers.is_empty()
         {
-            tracing::warn!(
+            rclev::diagnostic!(WARN,
                 target: "rclev_dds",
                 "ROS_STATIC_PEERS is ignored with ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT"
             );

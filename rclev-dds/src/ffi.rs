@@ -313,7 +313,7 @@ static LISTENER_FAILURES: ReportThrottle = ReportThrottle::new(Duration::from_se
 fn listener_failed(what: &str, detail: &[u8]) {
     let _ = catch_unwind(|| {
         if let Some(held_back) = LISTENER_FAILURES.note(what) {
-            tracing::warn!(
+            rclev::diagnostic!(WARN,
                 target: "rclev_dds",
                 "{what} failed and was skipped: {}{held_back}",
                 String::from_utf8_lossy(detail)
@@ -336,7 +336,7 @@ thread_local! {
 fn guarded(what: &str, f: impl FnOnce()) {
     IN_LISTENER.with(|d| d.set(d.get() + 1));
     if catch_unwind(AssertUnwindSafe(f)).is_err() {
-        tracing::error!(target: "rclev_dds", "a {what} handler panicked; the event is dropped");
+        rclev::diagnostic!(ERROR, target: "rclev_dds", "a {what} handler panicked; the event is dropped");
     }
     IN_LISTENER.with(|d| d.set(d.get() - 1));
 }
@@ -398,7 +398,7 @@ impl DropQueue {
                 Ok(thread) => *reaper = Some(Reaper { tx, thread }),
                 Err(e) => {
                     // Deleting here could deadlock; keeping the entity costs only its memory.
-                    tracing::error!(target: "rclev_dds", "cannot start a thread to delete a DDS entity ({e}); it is leaked");
+                    rclev::diagnostic!(ERROR, target: "rclev_dds", "cannot start a thread to delete a DDS entity ({e}); it is leaked");
                     std::mem::forget(entity);
                     return;
                 }

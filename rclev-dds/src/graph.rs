@@ -247,7 +247,7 @@ impl GraphCache {
     fn over_limit(&self, what: &str, full: GraphFull) {
         self.refused.fetch_add(1, Ordering::Relaxed);
         if let Some(held_back) = OVER_LIMIT.note("graph") {
-            tracing::warn!(target: "rclev_dds", "{what} left out of the graph: {full}{held_back}");
+            rclev::diagnostic!(WARN, target: "rclev_dds", "{what} left out of the graph: {full}{held_back}");
         }
     }
 
@@ -487,11 +487,11 @@ static IGNORED: ReportThrottle = ReportThrottle::new(Duration::from_secs(10));
 fn ignored_endpoint(gid: &Gid, topic: &[u8], type_name: &[u8]) {
     let participant = id_text(&gid.0)[..35].to_string();
     if let Some(held_back) = IGNORED.note(&participant) {
-        tracing::warn!(
+        rclev::diagnostic!(WARN,
             target: "rclev_dds",
-            "an endpoint of participant {participant} is left out of the graph: its topic {:?} or type {:?} is not UTF-8{held_back}",
-            String::from_utf8_lossy(topic),
-            String::from_utf8_lossy(type_name),
+            "an endpoint of participant {participant} is left out of the graph: its topic '{}' or type '{}' is not UTF-8{held_back}",
+            rclev::printable(&String::from_utf8_lossy(topic), 120),
+            rclev::printable(&String::from_utf8_lossy(type_name), 120),
         );
     }
 }

@@ -99,7 +99,7 @@ pub(crate) fn refill<T>(fill: Fill, inbox: &Inbox<T>, reader: &ReaderSlot, max: 
     match reader.take(want) {
         Ok(taken) => taken == want,
         Err(e) => {
-            tracing::warn!(target: "rclev_dds", "{}: taking samples failed: {}", inbox.name(), e.what());
+            rclev::diagnostic!(WARN, target: "rclev_dds", "{}: taking samples failed: {}", inbox.name(), e.what());
             false
         }
     }

@@ -564,7 +564,7 @@ impl SampleSink for ResponseInbox {
         ) {
             self.inbox.received(false);
         } else if let Some(held_back) = UNASKED.note(self.inbox.name()) {
-            tracing::warn!(
+            rclev::diagnostic!(WARN,
                 target: "rclev_dds",
                 "client {}: a response (sequence {sequence}) from writer {} dropped: more responses than requests waiting{held_back}",
                 self.inbox.name(),

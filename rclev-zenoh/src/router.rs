@@ -86,7 +86,7 @@ impl Drop for Router {
     fn drop(&mut self) {
         if let Some(session) = self.session.take() {
             if let Err(e) = close_zenoh(session) {
-                tracing::warn!(target: "rclev_zenoh", "stopping the Zenoh router: {e}");
+                rclev::diagnostic!(WARN, target: "rclev_zenoh", "stopping the Zenoh router: {e}");
             }
         }
     }

@@ -220,7 +220,7 @@ impl ZenohSession {
                 return Ok(session);
             }
             looked += 1;
-            tracing::warn!(
+            rclev::diagnostic!(WARN,
                 target: "rclev_zenoh",
                 "no Zenoh router connected yet (look {looked}); the session dials {connect}"
             );
@@ -269,7 +269,7 @@ impl Drop for ZenohSession {
     fn drop(&mut self) {
         if let Some(session) = self.session.take() {
             if let Err(e) = close_zenoh(session) {
-                tracing::warn!(target: "rclev_zenoh", "{e}");
+                rclev::diagnostic!(WARN, target: "rclev_zenoh", "{e}");
             }
         }
     }

@@ -55,6 +55,7 @@ pub mod lifecycle;
 #[cfg(all(test, rclev_loom))]
 mod loom_model;
 
+pub use base::text::printable;
 pub use base::throttle;
 
 pub use arguments::Arguments;
@@ -85,6 +86,10 @@ pub use timer::{
     IntoTimerCallback, IntoTimerOptions, Timer, TimerCallback, TimerInfo, TimerOptions,
     TimerPrecision, TimerState, TimerStats,
 };
+
+/// What [`diagnostic!`] expands to (the module shares the macro's name); not part of the API.
+#[doc(hidden)]
+pub use log_setup::diagnostic;
 
 /// The README's examples, compiled and run as doc tests.
 #[doc = include_str!("../../README.md")]

@@ -2,6 +2,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -245,6 +246,90 @@ fn node_logs_reach_the_console_without_a_subscriber() {
         "{line}"
     );
     assert!(!stderr.contains("not shown"), "{stderr}");
+}
+
+/// Runs inside a child process started by `library_warnings_reach_the_console_without_a_subscriber`:
+/// a warning of rclev's own (not a node's log), raised with no `tracing` subscriber installed
+/// (`RCLEV_DIAGNOSTIC_CHILD=plain`), with one (`=subscriber`), or with the `rclev` logger's
+/// level above it (`=quiet`).
+#[test]
+fn diagnostic_child() {
+    let Some(mode) = std::env::var_os("RCLEV_DIAGNOSTIC_CHILD") else {
+        return;
+    };
+    let mut args = vec!["prog", "--ros-args", "--log-file-name", "robot"];
+    if mode == "quiet" {
+        args.extend(["--log-level", "rclev:=error"]);
+    }
+    if mode == "subscriber" {
+        let seen = Arc::new(AtomicU64::new(0));
+        tracing::subscriber::set_global_default(WarnCounter(seen.clone())).unwrap();
+        let _context = Context::from_args(args).unwrap();
+        eprintln!("subscriber saw {} warnings", seen.load(Ordering::SeqCst));
+    } else {
+        let _context = Context::from_args(args).unwrap();
+    }
+}
+
+/// A `tracing` subscriber that counts warnings (and sees nothing else).
+struct WarnCounter(Arc<AtomicU64>);
+
+impl tracing::Subscriber for WarnCounter {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() == tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// The defect: rclev's own warnings were `tracing` events only, and vanished unless the
+/// program installed a subscriber (a `--log-file-name` rclev cannot honour, said to nobody).
+/// They are printed on the console as rcl prints its warnings, in rcutils' format, until a
+/// subscriber is installed; then they go there, once.
+#[test]
+fn library_warnings_reach_the_console_without_a_subscriber() {
+    let run = |mode: &str| {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "diagnostic_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("RCLEV_DIAGNOSTIC_CHILD", mode)
+            .env_remove("RCUTILS_CONSOLE_OUTPUT_FORMAT")
+            .env_remove("RCUTILS_LOGGING_USE_STDOUT")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{mode}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    let plain = run("plain");
+    let line = plain
+        .lines()
+        .find(|l| l.contains("--log-file-name"))
+        .unwrap_or_else(|| panic!("no console line in: {plain}"));
+    assert!(line.starts_with("[WARN] ["), "{line}");
+    assert!(line.contains("] [rclev]: --log-file-name"), "{line}");
+    let with_subscriber = run("subscriber");
+    assert!(
+        with_subscriber.contains("subscriber saw 1 warnings"),
+        "{with_subscriber}"
+    );
+    assert!(
+        !with_subscriber.contains("[WARN]"),
+        "printed twice: {with_subscriber}"
+    );
+    let quiet = run("quiet");
+    assert!(!quiet.contains("--log-file-name"), "{quiet}");
 }
 
 /// The parameter services and `/parameter_events`, called as `ros2 param` and rclpy's

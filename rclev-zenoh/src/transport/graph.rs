@@ -51,11 +51,37 @@ pub(crate) struct MatchKey<'a> {
     pub kind: EntityKind,
 }
 
-/// The token map and what it holds against its limits.
+/// The token map, what it holds against its limits, and how many tokens each session has
+/// (kept as tokens come and go: the tools ask for the sessions at every graph change, and a
+/// pass over every token each time made 5,000 tokens cost 25 million looks under the lock,
+/// stalling the receive thread that delivers them).
 #[derive(Debug)]
 struct Tokens {
     by_keyexpr: HashMap<String, Token>,
     budget: GraphBudget,
+    per_zid: HashMap<String, usize>,
+}
+
+impl Tokens {
+    fn insert(&mut self, keyexpr: String, token: Token) -> bool {
+        let zid = token.zid.clone();
+        let inserted = self.by_keyexpr.insert(keyexpr, token).is_none();
+        if inserted {
+            *self.per_zid.entry(zid).or_default() += 1;
+        }
+        inserted
+    }
+
+    fn remove(&mut self, keyexpr: &str) -> Option<Token> {
+        let token = self.by_keyexpr.remove(keyexpr)?;
+        if let Some(n) = self.per_zid.get_mut(&token.zid) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_zid.remove(&token.zid);
+            }
+        }
+        Some(token)
+    }
 }
 
 impl std::ops::Deref for Tokens {
@@ -84,6 +110,7 @@ impl GraphCache {
             tokens: Mutex::new(Tokens {
                 by_keyexpr: HashMap::new(),
                 budget: GraphBudget::new(limits),
+                per_zid: HashMap::new(),
             }),
             refused: AtomicU64::new(0),
             settled: AtomicBool::new(false),
@@ -111,7 +138,7 @@ impl GraphCache {
                 return self.refuse(keyexpr, &full.to_string());
             } else {
                 self.watchers.token(&token, true);
-                tokens.by_keyexpr.insert(keyexpr.to_owned(), token);
+                tokens.insert(keyexpr.to_owned(), token);
                 true
             }
         };
@@ -127,7 +154,7 @@ impl GraphCache {
         let inserted = {
             let mut tokens = self.tokens();
             let bytes = cost(&keyexpr);
-            let inserted = tokens.by_keyexpr.insert(keyexpr, token.clone()).is_none();
+            let inserted = tokens.insert(keyexpr, token.clone());
             if inserted {
                 tokens.budget.admit_own(bytes);
                 self.watchers.token(token, true);
@@ -143,7 +170,7 @@ impl GraphCache {
     pub fn delete(&self, keyexpr: &str) {
         let removed = {
             let mut tokens = self.tokens();
-            let removed = tokens.by_keyexpr.remove(keyexpr);
+            let removed = tokens.remove(keyexpr);
             if let Some(token) = &removed {
                 tokens.budget.release(cost(keyexpr));
                 self.watchers.token(token, false);
@@ -158,7 +185,7 @@ impl GraphCache {
     fn refuse(&self, keyexpr: &str, reason: &str) {
         self.refused.fetch_add(1, Ordering::Relaxed);
         if let Some(held_back) = REFUSED.note("liveliness") {
-            tracing::warn!(
+            rclev::diagnostic!(WARN,
                 target: "rclev_zenoh",
                 "liveliness token {} refused: {reason}{held_back}",
                 crate::wire::quote(keyexpr),
@@ -249,7 +276,7 @@ impl GraphCache {
 
     /// The Zenoh ids of the sessions that have tokens now.
     pub fn zids(&self) -> std::collections::BTreeSet<String> {
-        self.tokens().values().map(|t| t.zid.clone()).collect()
+        self.tokens().per_zid.keys().cloned().collect()
     }
 
     /// A receiver of every later change.

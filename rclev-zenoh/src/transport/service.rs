@@ -267,7 +267,7 @@ impl Call {
             Err(error) => Err(Error::ServiceFailed(format!(
                 "{}: the server replied with an error: {}",
                 self.responses.inbox.name(),
-                String::from_utf8_lossy(&error.payload().to_bytes())
+                rclev::printable(&String::from_utf8_lossy(&error.payload().to_bytes()), 200)
             ))),
         };
         // Only the first reply counts (several servers may answer one call).

@@ -75,7 +75,7 @@ pub(crate) fn read_attachment(attachment: Option<&ZBytes>, endpoint: &str) -> Op
         Ok(attachment) => Some(attachment),
         Err(error) => {
             if let Some(held_back) = BAD_ATTACHMENT.note(endpoint) {
-                tracing::warn!(target: "rclev_zenoh", "{endpoint}: attachment ignored: {error}{held_back}");
+                rclev::diagnostic!(WARN, target: "rclev_zenoh", "{endpoint}: attachment ignored: {error}{held_back}");
             }
             None
         }

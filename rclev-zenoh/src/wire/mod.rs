@@ -28,8 +28,8 @@ pub use qos::{CongestionControl, RmwTime, WireQos};
 
 /// Why a key expression, token, QoS string or attachment from a peer was refused.
 ///
-/// Values that came off the network are quoted (cut to [`WireError::QUOTE_MAX`] bytes) so a
-/// log line stays readable whatever a peer sent.
+/// Values that came off the network are quoted (escaped, cut to [`WireError::QUOTE_MAX`]
+/// characters) so a log line stays readable whatever a peer sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
     /// The key expression does not start with `@ros2_lv`.
@@ -106,16 +106,10 @@ impl WireError {
     pub const QUOTE_MAX: usize = 120;
 }
 
-/// `s`, cut to [`WireError::QUOTE_MAX`] bytes (on a character boundary), for an error message.
+/// `s` for an error message or a log line: control and invisible characters escaped, cut
+/// after [`WireError::QUOTE_MAX`] characters (`rclev::printable`).
 pub(crate) fn quote(s: &str) -> String {
-    if s.len() <= WireError::QUOTE_MAX {
-        return s.to_owned();
-    }
-    let mut end = WireError::QUOTE_MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    rclev::printable(s, WireError::QUOTE_MAX).into_owned()
 }
 
 /// Parses a canonical unsigned decimal: digits only, no sign, no leading zero (except `0`).
@@ -161,7 +155,8 @@ mod tests {
     fn quotes_are_bounded() {
         let long = "é".repeat(200);
         let q = quote(&long);
-        assert!(q.len() <= WireError::QUOTE_MAX + "…".len());
+        assert_eq!(q.chars().count(), WireError::QUOTE_MAX + 1);
         assert_eq!(quote("short"), "short");
+        assert_eq!(quote("a\u{1b}[2J\n"), "a\\u{1b}[2J\\n");
     }
 }

@@ -166,7 +166,7 @@ impl Arguments {
                     .then(|| RemapRule::parse(arg).ok())
                     .flatten()
                 {
-                    tracing::warn!(
+                    crate::diagnostic!(WARN,
                         target: "rclev",
                         "Found remap rule '{arg}'. This syntax is deprecated. Use '--ros-args --remap {arg}' instead."
                     );

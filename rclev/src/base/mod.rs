@@ -9,4 +9,5 @@ pub(crate) mod handle;
 pub(crate) mod lifecycle_state;
 pub(crate) mod severity;
 pub(crate) mod sync;
+pub(crate) mod text;
 pub mod throttle;

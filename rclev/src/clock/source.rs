@@ -330,7 +330,7 @@ impl RosTimeSource {
                 };
                 match self.reporter.get() {
                     Some(report) => report(error),
-                    None => tracing::error!(target: "rclev", "{error}"),
+                    None => crate::diagnostic!(ERROR, target: "rclev", "{error}"),
                 }
             }
         }

@@ -47,7 +47,7 @@ impl Default for Context {
         static WARNED: std::sync::Once = std::sync::Once::new();
         if std::env::args_os().any(|a| a == "--ros-args") {
             WARNED.call_once(|| {
-                tracing::warn!(
+                crate::diagnostic!(WARN,
                     target: "rclev",
                     "Context::default() ignores the process's --ros-args; use \
                      Context::from_env() (or the transport's context()) to apply them"
@@ -72,7 +72,7 @@ impl Context {
         }
         // rcl's log file: asked for explicitly, it is not silently left out.
         if arguments.log_file_name().is_some() || arguments.external_lib_logs() == Some(true) {
-            tracing::warn!(
+            crate::diagnostic!(WARN,
                 target: "rclev",
                 "--log-file-name / --enable-external-lib-logs: rclev writes no log file (rcl's \
                  file logging); records go to the console, /rosout and `tracing`: install a \

@@ -131,7 +131,7 @@ impl SigintGuard {
     pub(crate) fn install(exec: &Arc<ExecutorShared>) -> Option<Self> {
         let mut reg = lock(&REGISTRY);
         if let Err(e) = hold(&mut reg) {
-            tracing::warn!(target: "rclev", "cannot handle Ctrl-C: {e}");
+            crate::diagnostic!(WARN, target: "rclev", "cannot handle Ctrl-C: {e}");
             return None;
         }
         reg.spinning.retain(|w| w.strong_count() > 0);

@@ -92,7 +92,7 @@ impl VirtualTimeExecutor {
         let weak = Arc::downgrade(&shared);
         timeline.set_reporter(Box::new(move |e| match weak.upgrade() {
             Some(exec) => exec.report(e),
-            None => tracing::error!(target: "rclev", "{e}"),
+            None => crate::diagnostic!(ERROR, target: "rclev", "{e}"),
         }));
         if shared.virtual_time.set(timeline.clone()).is_err() {
             unreachable!("a new executor has no timeline yet");
@@ -179,7 +179,7 @@ impl VirtualTimeExecutor {
         }
         loop {
             for e in self.run_until_idle() {
-                tracing::error!(target: "rclev", "{e}");
+                crate::diagnostic!(ERROR, target: "rclev", "{e}");
             }
             match rx.try_recv() {
                 Ok(output) => return Ok(output),

@@ -3,4 +3,5 @@
 //! (layer 6, [`crate::logging`]) use both.
 
 pub(crate) mod console;
+pub mod diagnostic;
 pub(crate) mod levels;

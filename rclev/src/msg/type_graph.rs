@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use super::description::{FieldDescription, IndividualTypeDescription, TypeDescription};
 use super::limits::TypeLimits;
 use crate::base::error::{Error, Result};
+use crate::base::text::printable;
 use crate::interfaces::type_description_interfaces::msg as td;
 
 /// What the graph needs of a field, in either form a description comes in (the generated
@@ -340,28 +341,9 @@ fn invalid(type_name: &str, reason: String) -> Error {
 /// The most characters of a name from outside an error message quotes.
 const SHOWN_CHARS: usize = 100;
 
-/// A name from outside as an error shows it: control and other invisible characters
-/// escaped (`\n`, `\u{202e}`), and cut after [`SHOWN_CHARS`] characters.
+/// A name from outside as an error shows it: escaped and cut (see [`printable`]).
 pub(crate) fn shown(name: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in name.chars().enumerate() {
-        if i == SHOWN_CHARS {
-            out.push('…');
-            break;
-        }
-        if c.is_ascii_graphic() || c == ' ' || (!c.is_ascii() && !c.is_control() && !is_format(c)) {
-            out.push(c);
-        } else {
-            out.extend(c.escape_default());
-        }
-    }
-    out
-}
-
-/// Unicode format characters (category Cf) that reorder or hide text on a terminal: the
-/// bidirectional controls and zero-width characters.
-fn is_format(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{ad}')
+    printable(name, SHOWN_CHARS).into_owned()
 }
 
 /// A chain of names, at most the first three and the last two with a count between.

@@ -87,7 +87,7 @@ impl EventSink {
 /// endpoints silently do not talk, as rclcpp does; ignore the rest.
 fn warn_by_default(label: &str, event: QosEvent) {
     if event.is_warning() {
-        tracing::warn!(target: "rclev", "{label}: {event:?}");
+        crate::diagnostic!(WARN, target: "rclev", "{label}: {event:?}");
     }
 }
 

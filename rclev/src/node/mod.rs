@@ -133,7 +133,7 @@ impl NodeState {
         let weak_exec = Arc::downgrade(exec);
         source.set_reporter(Box::new(move |e| match weak_exec.upgrade() {
             Some(exec) => exec.report(e),
-            None => tracing::error!(target: "rclev", "{e}"),
+            None => crate::diagnostic!(ERROR, target: "rclev", "{e}"),
         }));
         exec.life().watch(&source);
         let port = exec
@@ -277,7 +277,7 @@ impl NodeState {
             match created {
                 Ok(created) => *sub = Some(created),
                 Err(e) => {
-                    tracing::error!(target: "rclev", "cannot subscribe to /clock: {e}");
+                    crate::diagnostic!(ERROR, target: "rclev", "cannot subscribe to /clock: {e}");
                     return;
                 }
             }

@@ -220,6 +220,7 @@ impl<T: ParameterType> TypedParameter<T> {
             // (`Parameters::set_all`). Were it reached, the caller gets the declared value and
             // the fault is logged, rather than a panic in the middle of a control loop.
             None => {
+                // Layer 1: below the console fallback of `diagnostic!` (layer 2).
                 tracing::error!(
                     target: "rclev",
                     "typed parameter {:?} holds {value:?}, not a {}; returning its declared value",

@@ -69,10 +69,10 @@ impl WorkerHost {
             // topic (the handler and the spin's errors still see each one).
             Error::MalformedMessage { topic, .. } => {
                 if let Some(held_back) = MALFORMED.note(topic) {
-                    tracing::error!(target: "rclev", "{error}{held_back}");
+                    crate::diagnostic!(ERROR, target: "rclev", "{error}{held_back}");
                 }
             }
-            _ => tracing::error!(target: "rclev", "{error}"),
+            _ => crate::diagnostic!(ERROR, target: "rclev", "{error}"),
         }
         if let Some(h) = &self.error_handler {
             h(&error);

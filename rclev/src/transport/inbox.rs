@@ -235,7 +235,7 @@ impl<T> Inbox<T> {
     pub fn refused(&self, len: usize, sender: &dyn fmt::Display) {
         self.refused.fetch_add(1, Ordering::Relaxed);
         if let Some(held_back) = REFUSED.note(&self.name) {
-            tracing::warn!(
+            crate::diagnostic!(WARN,
                 target: "rclev::transport",
                 "{}: {len} bytes from {sender} refused, longer than its type can be{held_back}",
                 self.name,

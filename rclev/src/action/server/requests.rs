@@ -94,7 +94,7 @@ impl<A: ActionType> ServerInner<A> {
                     match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
                         Ok(end) => {
                             if let Err(e) = handle.finish(end) {
-                                tracing::warn!(target: "rclev", "goal {}: {e}", handle.goal_id());
+                                crate::diagnostic!(WARN, target: "rclev", "goal {}: {e}", handle.goal_id());
                             }
                         }
                         Err(p) => {

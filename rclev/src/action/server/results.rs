@@ -91,7 +91,9 @@ impl<A: ActionType> ServerInner<A> {
                     entry._expiry = Some(timer);
                 }
             }
-            Err(e) => tracing::error!(target: "rclev", "cannot schedule result expiry: {e}"),
+            Err(e) => {
+                crate::diagnostic!(ERROR, target: "rclev", "cannot schedule result expiry: {e}")
+            }
         }
     }
 

@@ -24,7 +24,11 @@ impl fmt::Display for NameKind {
 }
 
 /// Every error rclev reports. New kinds may be added: match with a `_` arm.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+///
+/// Its `Debug` form is its message and the chain of its sources, as anyhow's is, so that a
+/// `main` returning `Result<(), rclev::Error>` ends with a sentence, not a struct
+/// (`Error: invalid argument "-p rate=5": …`); match the variants to inspect one.
+#[derive(Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A node, namespace or topic name that ROS 2 naming rules reject.
@@ -226,8 +230,37 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Why a parameter operation failed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// Writes `error`'s message, then each of its sources on a line of its own (anyhow's
+/// `Debug` layout): what `main` prints when it returns the error.
+fn message_and_sources(error: &dyn std::error::Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(f, "{error}")?;
+    let mut source = error.source();
+    if source.is_some() {
+        f.write_str("\n\nCaused by:")?;
+    }
+    let mut n = 0;
+    while let Some(s) = source {
+        write!(f, "\n    {n}: {s}")?;
+        source = s.source();
+        n += 1;
+    }
+    Ok(())
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        message_and_sources(self, f)
+    }
+}
+
+impl fmt::Debug for ParameterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        message_and_sources(self, f)
+    }
+}
+
+/// Why a parameter operation failed. Its `Debug` form is its message, as [`Error`]'s is.
+#[derive(Clone, PartialEq, thiserror::Error)]
 pub enum ParameterError {
     /// `declare_parameter` for a name that is already declared.
     #[error("parameter {0:?} is already declared")]
@@ -290,4 +323,35 @@ pub enum ParameterError {
         /// Why.
         reason: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The defect: `main` returning an rclev error printed `Error: InvalidArgument {
+    /// argument: "-p rate=5", reason: "…" }` and `Error: Parameter(InvalidOverride { … })`.
+    #[test]
+    fn debug_reads_as_the_message() {
+        let e = Error::InvalidArgument {
+            argument: "-p rate=5".into(),
+            reason: "expected name:=value".into(),
+        };
+        assert_eq!(
+            format!("{e:?}"),
+            "invalid argument \"-p rate=5\": expected name:=value"
+        );
+        let p = Error::Parameter(ParameterError::InvalidOverride {
+            name: "rate".into(),
+            reason: "not an integer".into(),
+        });
+        assert_eq!(
+            format!("{p:?}"),
+            "override for \"rate\" is invalid: not an integer"
+        );
+        assert_eq!(
+            format!("{:?}", ParameterError::ReadOnly("x".into())),
+            "parameter \"x\" is read-only"
+        );
+    }
 }

@@ -8,7 +8,7 @@
 //! real ROS 2 type comes near, with an error that names the limit when a type is over it.
 
 /// Bounds on a type description from outside the program (a peer, a bag, an installed
-/// file). A description over any of them is refused with [`Error::TypeOverLimit`], which
+/// file). A description over any of them is refused with [`Error::TypeOverLimit`](crate::Error::TypeOverLimit), which
 /// names the limit.
 ///
 /// The defaults ([`TypeLimits::DEFAULT`]) are far above real types: the deepest standard or

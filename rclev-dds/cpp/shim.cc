@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -357,6 +358,12 @@ size_t take_samples(dds::DataReader* reader, const ReaderSink& sink, size_t max_
 // consumer pushes back on a reliable writer through DDS flow control instead of growing a
 // queue. A room-limited reader's takes (listener and worker) are serialized by `take_mutex_`,
 // so its samples reach the queue in order; the worker is rung after the take, outside it.
+//
+// Lock order: Fast DDS calls `on_data_available` holding the reader's own mutex, which every
+// take locks too; the worker's take holds `take_mutex_` and then takes that mutex. So the
+// listener only *tries* `take_mutex_`: if the worker holds it, the listener leaves the new
+// samples to it (`missed_`, which the worker's take reads once it is done and reports as
+// "maybe more", so it takes again) instead of waiting for it, which would deadlock.
 class ReaderListener : public dds::DataReaderListener {
 public:
     ReaderListener(rust::Box<ReaderSink> sink, const ReaderMode& mode)
@@ -364,20 +371,29 @@ public:
 
     const ReaderMode& mode() const { return mode_; }
 
-    // Takes up to `max` samples into the sink; how many.
+    // Takes up to `max` samples into the sink; how many (`max` when the listener left new
+    // samples to this take meanwhile: take again).
     size_t take(dds::DataReader* reader, size_t max) {
-        std::lock_guard<std::mutex> lock(take_mutex_);
-        return take_samples(reader, *sink_, mode_.max_sample_len, max);
+        size_t taken;
+        {
+            std::lock_guard<std::mutex> lock(take_mutex_);
+            taken = take_samples(reader, *sink_, mode_.max_sample_len, max);
+        }
+        return missed_.exchange(false) ? max : taken;
     }
 
     void on_data_available(dds::DataReader* reader) override {
         guarded("a reader's on_data_available", [&] {
             if (mode_.room_limited) {
                 {
-                    std::lock_guard<std::mutex> lock(take_mutex_);
-                    size_t room = sink_->room();
-                    if (room > 0) {
-                        take_samples(reader, *sink_, mode_.max_sample_len, room);
+                    std::unique_lock<std::mutex> lock(take_mutex_, std::try_to_lock);
+                    if (lock.owns_lock()) {
+                        size_t room = sink_->room();
+                        if (room > 0) {
+                            take_samples(reader, *sink_, mode_.max_sample_len, room);
+                        }
+                    } else {
+                        missed_.store(true);
                     }
                 }
                 sink_->on_data_available();
@@ -427,6 +443,7 @@ private:
     rust::Box<ReaderSink> sink_;
     ReaderMode mode_;
     std::mutex take_mutex_;
+    std::atomic<bool> missed_{false};
 };
 
 namespace {

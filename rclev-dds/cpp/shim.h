@@ -94,8 +94,9 @@ public:
               std::unique_ptr<ReaderListener> listener);
     ~DdsReader();
     Guid guid() const;
-    // Takes up to `max` samples from the reader's history into its sink (an on-demand reader's
-    // worker calls this); how many were taken.
+    // Takes up to `max` samples from the reader's history into its sink (a room-limited
+    // reader's worker calls this); how many were taken, or `max` when the listener found
+    // samples meanwhile that it left to this take (there may be more: take again).
     size_t take(size_t max) const;
 
 private:

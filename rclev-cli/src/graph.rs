@@ -25,6 +25,12 @@
 //! type`, the lifecycle verbs given a node) answers as soon as it has found it and the graph
 //! has settled, but not before [`EARLIEST_ANSWER`]. `--no-wait` answers as these verbs did before ([`QUICK_WINDOW`], then from
 //! whoever was heard), `--wait <seconds>` listens that long instead of the default.
+//!
+//! Over Zenoh there is no such guess: the transport asks its router which peers there are,
+//! meets each and queries every liveliness token, so its graph settles holding everyone
+//! there was at the start, within a known bound (`ZenohTransport::GRAPH_SETTLED_WITHIN`).
+//! The verbs answer as soon as it has (5,000 nodes of one peer: listed in about 1.5 s), after
+//! `--wait`'s window if one is given.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -65,6 +71,8 @@ const SETTLE_BURST: Duration = Duration::from_millis(200);
 
 /// How a verb listens before it answers.
 struct Listening {
+    /// Never an answer before this, even a certain one.
+    earliest: Duration,
     /// Never less than this, unless the answer is certain earlier.
     window: Duration,
     /// Never more than this.
@@ -78,26 +86,40 @@ struct Listening {
 pub struct WaitArgs {
     /// Answer quickly: after discovery's first exchanges (1 s; up to 3 s while nobody is
     /// heard), from the participants heard by then. One that missed those exchanges is left
-    /// out (it is heard at its next announcement, up to ~3 s later).
+    /// out (it is heard at its next announcement, up to ~3 s later). Over Zenoh the verbs
+    /// answer as soon as the graph is complete anyway.
     #[arg(long, conflicts_with = "wait")]
     pub no_wait: bool,
-    /// Listen this many seconds before answering (default 4.5: Fast DDS's 3 s participant
-    /// announcement period and a margin), then until what was heard has settled.
+    /// Listen this many seconds before answering (default 4.5 over DDS: Fast DDS's 3 s
+    /// participant announcement period and a margin; 0 over Zenoh), then until what was
+    /// heard has settled.
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     pub wait: Option<Duration>,
 }
 
 impl WaitArgs {
-    /// How to listen: `--no-wait` as these verbs always did before (1 s, then until the first
-    /// peers heard have settled, up to 3 s for somebody to be heard); otherwise a window and
-    /// then until settled, up to [`SETTLE_GRACE`] more.
-    fn listening(&self) -> Listening {
+    /// How to listen. Over DDS (`settles_within` `None`): `--no-wait` as these verbs always
+    /// did before (1 s, then until the first peers heard have settled, up to 3 s for somebody
+    /// to be heard); otherwise a window and then until settled, up to [`SETTLE_GRACE`] more.
+    /// Over Zenoh, whose graph settles with everyone there was at the start, certainly within
+    /// `settles_within`: until settled, after `--wait`'s window if one is given.
+    fn listening(&self, settles_within: Option<Duration>) -> Listening {
+        if let Some(within) = settles_within {
+            let window = self.wait.unwrap_or(Duration::ZERO);
+            return Listening {
+                earliest: Duration::ZERO,
+                window,
+                limit: window.saturating_add(within),
+                want_a_peer: false,
+            };
+        }
         let window = match (self.no_wait, self.wait) {
             (true, _) => QUICK_WINDOW,
             (false, Some(w)) => w,
             (false, None) => DEFAULT_WINDOW,
         };
         Listening {
+            earliest: EARLIEST_ANSWER,
             window,
             limit: if self.no_wait {
                 QUICK_LIMIT
@@ -150,10 +172,11 @@ fn listen(
         .enable_time()
         .build()?;
     let Listening {
+        earliest,
         window,
         limit,
         want_a_peer,
-    } = wait.listening();
+    } = wait.listening(transport.graph_settles_within());
     let ended = runtime.block_on(async {
         let start = tokio::time::Instant::now();
         let mut heard = 0;
@@ -166,7 +189,7 @@ fn listen(
                 heard = transport.peer_count();
                 tracing::debug!("{heard} participants heard after {elapsed:?}");
             }
-            let why = if settled && elapsed >= EARLIEST_ANSWER && answered(&transport.graph()) {
+            let why = if settled && elapsed >= earliest && answered(&transport.graph()) {
                 Some("answered")
             } else if elapsed >= window && settled && (heard > 0 || !want_a_peer) {
                 Some("settled")
@@ -179,7 +202,7 @@ fn listen(
                 return (why, elapsed);
             }
             let next = start
-                + [EARLIEST_ANSWER, window, limit]
+                + [earliest, window, limit]
                     .into_iter()
                     .filter(|t| *t > elapsed)
                     .min()

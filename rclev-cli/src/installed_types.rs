@@ -204,7 +204,7 @@ fn type_set(package: &str) -> Result<TypeSet> {
                 let dir = rclev_codegen::find_in_prefixes(&name, &[]).ok_or_else(|| {
                     format!(
                         "interface package '{name}' is neither one rclev ships nor installed \
-                         under AMENT_PREFIX_PATH (source the ROS 2 setup first)"
+                         under AMENT_PREFIX_PATH (<prefix>/share/{name}/msg, srv or action)"
                     )
                 })?;
                 rclev_codegen::load_package_dir(&dir)?

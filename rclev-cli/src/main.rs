@@ -35,6 +35,8 @@ mod interrupt;
 mod lifecycle;
 #[cfg(feature = "dds")]
 mod param;
+#[cfg(feature = "dds")]
+mod remote_types;
 mod report;
 #[cfg(feature = "dds")]
 mod service_call;
@@ -50,10 +52,9 @@ mod wire;
 mod zenoh_router;
 
 /// What the CLI logs without `RUST_LOG`: warnings and errors from everything, rclev's own
-/// information too. (`zenoh` also matches the `zenoh_*` crates' targets: a directive is a
-/// prefix.)
-const DEFAULT_LOG_FILTER: &str =
-    "warn,rclev=info,rclev_cli=info,rclev_dds=info,rclev_zenoh=info,rclev_bag=info";
+/// information too. A directive's target is a prefix, so `rclev` covers this binary (whose
+/// target is `rclev`) and every `rclev_*` crate.
+const DEFAULT_LOG_FILTER: &str = "warn,rclev=info";
 
 #[derive(Parser)]
 #[command(

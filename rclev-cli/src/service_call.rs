@@ -6,14 +6,17 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::wire::CliTransport;
-use rclev::msg::{DynamicMessage, TypeInfo};
-use rclev::transport::{ClientPort, NodePort, Payload, ServiceEndpoint, ServiceTypes};
+use rclev::msg::{DynamicMessage, TypeHash, TypeInfo};
+use rclev::transport::{
+    ClientPort, EndpointKind, NodePort, Payload, ServiceEndpoint, ServiceTypes, Transport,
+};
 use rclev::QoSProfile;
 
 use crate::errors::Result;
 use crate::topic::{
     absolute, cli_node, from_yaml, known_type, to_flow_yaml, to_yaml, type_support, Wake,
 };
+use crate::type_names::{Unknown, Wanted};
 
 /// How long to wait for a service, then for its answer.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -37,6 +40,22 @@ impl DynamicClient {
     pub fn new(node: &Arc<dyn NodePort>, service: &str, type_name: &str) -> Result<Self> {
         let request = known_type(&format!("{type_name}_Request"))?;
         let response = known_type(&format!("{type_name}_Response"))?;
+        // DDS endpoints announce their messages' hashes; Zenoh's key expression carries the
+        // service type's own.
+        let hash = crate::installed_types::service_hash(type_name)?;
+        Self::with_types(node, service, type_name, request, response, hash)
+    }
+
+    /// A client of `service` of type `type_name` whose request and response types, and the
+    /// service type's hash, are given (learnt from a server's node, say).
+    pub fn with_types(
+        node: &Arc<dyn NodePort>,
+        service: &str,
+        type_name: &str,
+        request: TypeInfo,
+        response: TypeInfo,
+        hash: TypeHash,
+    ) -> Result<Self> {
         let (tx, wake) = mpsc::sync_channel(1);
         let port = node.create_client(
             &ServiceEndpoint {
@@ -44,9 +63,7 @@ impl DynamicClient {
                 types: ServiceTypes {
                     // A tool makes a few clients: the name's leak is bounded.
                     type_name: Box::leak(type_name.to_string().into_boxed_str()),
-                    // DDS endpoints announce their messages' hashes; Zenoh's key expression
-                    // carries the service type's own.
-                    type_hash: crate::installed_types::service_hash(type_name)?,
+                    type_hash: hash,
                     request: type_support(request),
                     response: type_support(response),
                 },
@@ -132,18 +149,84 @@ impl DynamicClient {
     }
 }
 
+/// A client of `service` whose type `type_name` rclev does not know (`unknown` says so),
+/// learnt from the node of a server of it: waits up to [`WAIT`] for one on the graph.
+///
+/// Only over Zenoh: a node describes a service type by the service type's hash, which
+/// rmw_zenoh puts in the service's key expression; over DDS a server announces its request
+/// message's hash instead (as rmw_fastrtps and rmw_cyclonedds do), which its node does not
+/// describe, so nothing on the wire names what to ask for.
+fn learnt_client(
+    transport: &CliTransport,
+    node: &Arc<dyn NodePort>,
+    service: &str,
+    type_name: &str,
+    unknown: &Unknown,
+) -> Result<DynamicClient> {
+    if matches!(transport, CliTransport::Dds(_)) {
+        // With close known names offered, a typo is likelier than a type to learn.
+        if unknown.offers_names {
+            return Err(unknown.message.clone().into());
+        }
+        return Err(format!(
+            "{unknown}. Over DDS a server announces its request's type hash, not the service \
+             type's by which its node describes it, so rclev cannot learn a service type from \
+             it (over Zenoh it can). {}",
+            crate::remote_types::HOW_TO_INSTALL
+        )
+        .into());
+    }
+    let deadline = Instant::now() + WAIT;
+    let server = loop {
+        let servers = transport
+            .graph()
+            .endpoints_of(service, EndpointKind::Service);
+        if let Some(s) = servers.into_iter().find(|e| e.type_name == type_name) {
+            break s;
+        }
+        if Instant::now() >= deadline || crate::interrupt::interrupted() {
+            return Err(crate::remote_types::nothing_to_learn_from(
+                unknown,
+                &format!("no server of {service} with it came within {WAIT:?}"),
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let learnt = crate::remote_types::learn_service(node, &server, type_name)
+        .map_err(|e| format!("{unknown}; {e}. {}", crate::remote_types::HOW_TO_INSTALL))?;
+    eprintln!(
+        "rclev: learnt type {type_name} from node {}",
+        server.node.fully_qualified()
+    );
+    DynamicClient::with_types(
+        node,
+        service,
+        type_name,
+        learnt.request,
+        learnt.response,
+        learnt.hash,
+    )
+}
+
 /// `rclev service call`.
 pub fn call(service: &str, type_name: &str, values: &str) -> Result {
     let service = absolute(service)?;
-    // `pkg/srv/Name` or `pkg/Name`, checked before anything goes on the network.
-    let type_name = crate::type_names::resolve(
+    // `pkg/srv/Name` or `pkg/Name`, checked before anything goes on the network: a malformed
+    // name fails at once; a well-formed one rclev does not know is learnt from a server.
+    let wanted = crate::type_names::resolve_learnable(
         type_name,
         crate::type_names::Kind::Srv,
         crate::type_names::Sources::BundledAndInstalled,
     )?;
     let transport = CliTransport::from_env()?;
     let node = cli_node(&transport, "call")?;
-    let client = DynamicClient::new(&node, &service, &type_name)?;
+    let client = match wanted {
+        Wanted::Known(type_name) => DynamicClient::new(&node, &service, &type_name)?,
+        Wanted::Learnable { name, unknown } => {
+            learnt_client(&transport, &node, &service, &name, &unknown)?
+        }
+    };
     let request = from_yaml(&client.request, values)?;
     if !client.port.service_is_ready() {
         println!("waiting for service to become available...");

@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 use crate::wire::CliTransport;
 use rclev::msg::{DynamicMessage, DynamicType, TypeInfo, Value};
 use rclev::transport::{
-    EndpointKind, Gid, NodeName, NodePort, Payload, ReadyHook, TopicEndpoint, Transport,
-    TypeSupport,
+    EndpointInfo, EndpointKind, Gid, NodeName, NodePort, Payload, ReadyHook, TopicEndpoint,
+    Transport, TypeSupport,
 };
 use rclev::{Error, QoSProfile};
 
 use crate::errors::Result;
-use crate::type_names::{Kind, Sources};
+use crate::type_names::{Kind, Sources, Unknown, Wanted};
 
 /// The type `pkg/msg/Name` among those rclev ships, or else installed (`AMENT_PREFIX_PATH`).
 /// A name that is neither is reported as [`type_names`](crate::type_names) reports it (one
@@ -40,13 +40,101 @@ pub(crate) fn known_type(name: &str) -> Result<TypeInfo> {
     })
 }
 
-/// The message type a user gave (`pkg/msg/Name` or `pkg/Name`), found.
-pub(crate) fn given_type(given: &str) -> Result<TypeInfo> {
-    known_type(&crate::type_names::resolve(
-        given,
-        Kind::Msg,
-        Sources::BundledAndInstalled,
-    )?)
+/// A message type a user gave (`pkg/msg/Name` or `pkg/Name`).
+pub(crate) enum Given {
+    /// One rclev ships or finds installed.
+    Known(TypeInfo),
+    /// A well-formed name rclev does not know: a node that uses it may describe it
+    /// ([`learn_topic_type`]). `unknown` says why it is not known (with the closest names).
+    Learnable { name: String, unknown: Unknown },
+}
+
+/// The message type a user gave, checked before anything goes on the network: a malformed
+/// name fails at once; a well-formed unknown one is left to learn.
+pub(crate) fn given_type(given: &str) -> Result<Given> {
+    Ok(
+        match crate::type_names::resolve_learnable(given, Kind::Msg, Sources::BundledAndInstalled)?
+        {
+            Wanted::Known(name) => Given::Known(known_type(&name)?),
+            Wanted::Learnable { name, unknown } => Given::Learnable { name, unknown },
+        },
+    )
+}
+
+/// The endpoints on `topic` of type `type_name` (publishers first), waiting up to `limit` for
+/// one whose node is known (over DDS a node's name can trail its endpoints), less on Ctrl-C;
+/// what there is when the wait ends.
+pub(crate) fn endpoints_of_type(
+    transport: &CliTransport,
+    topic: &str,
+    type_name: &str,
+    limit: Duration,
+) -> Vec<EndpointInfo> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let graph = transport.graph();
+        let mut found = graph.endpoints_of(topic, EndpointKind::Publisher);
+        found.extend(graph.endpoints_of(topic, EndpointKind::Subscription));
+        found.retain(|e| e.type_name == type_name);
+        if found.iter().any(crate::remote_types::node_known)
+            || Instant::now() >= deadline
+            || crate::interrupt::interrupted()
+        {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Message type `type_name` of `topic`, learnt from the nodes of the endpoints that use it
+/// there (see `remote_types`); `unknown` is why rclev does not know it, for the error.
+pub(crate) fn learn_topic_type(
+    transport: &CliTransport,
+    node: &Arc<dyn NodePort>,
+    topic: &str,
+    type_name: &str,
+    unknown: &Unknown,
+) -> Result<TypeInfo> {
+    let endpoints = endpoints_of_type(transport, topic, type_name, DISCOVERY_WAIT);
+    if endpoints.is_empty() {
+        return Err(crate::remote_types::nothing_to_learn_from(
+            unknown,
+            &format!("nothing on {topic} uses it"),
+        )
+        .into());
+    }
+    match crate::remote_types::learn_message(node, &endpoints, type_name) {
+        Ok((info, from)) => {
+            eprintln!("rclev: learnt type {type_name} from node {from}");
+            Ok(info)
+        }
+        Err(e) => Err(format!(
+            "{unknown}, and the nodes that use it on {topic} did not describe it ({e}). {}",
+            crate::remote_types::HOW_TO_INSTALL
+        )
+        .into()),
+    }
+}
+
+/// The type of `topic` found on the graph: one rclev knows, or else learnt from the nodes
+/// that use it.
+pub(crate) fn topic_type(
+    transport: &CliTransport,
+    node: &Arc<dyn NodePort>,
+    topic: &str,
+    type_name: &str,
+) -> Result<TypeInfo> {
+    match known_type(type_name) {
+        Ok(info) => Ok(info),
+        // Named by the graph, not typed by a user: no close names to offer.
+        Err(unknown) => {
+            let unknown = Unknown {
+                message: unknown.to_string(),
+                offers_names: false,
+            };
+            learn_topic_type(transport, node, topic, type_name, &unknown)
+        }
+    }
 }
 
 /// Encodes a [`DynamicMessage`] payload (looked up by its type name).
@@ -224,7 +312,7 @@ impl TypeMismatch {
             if e.type_name == type_name || self.warned.contains(&e.gid) {
                 continue;
             }
-            let unnamed = e.node.name == UNKNOWN_NODE;
+            let unnamed = !crate::remote_types::node_known(&e);
             let first_seen = *self.pending.entry(e.gid).or_insert(now);
             if unnamed && !settled && now.duration_since(first_seen) < NODE_NAME_GRACE {
                 continue;
@@ -236,12 +324,9 @@ impl TypeMismatch {
     }
 }
 
-/// The node name rmw (and rclev's graph) gives endpoints whose node is not known.
-const UNKNOWN_NODE: &str = "_NODE_NAME_UNKNOWN_";
-
 /// The warning about publisher `e` of another type than `type_name`.
 fn mismatch_text(topic: &str, type_name: &str, e: &rclev::transport::EndpointInfo) -> String {
-    let who = if e.node.name.is_empty() || e.node.name == UNKNOWN_NODE {
+    let who = if !crate::remote_types::node_known(e) {
         "a publisher".to_string()
     } else {
         format!("the publisher of node {}", e.node.fully_qualified())
@@ -258,20 +343,28 @@ pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>
     let topic = absolute(topic)?;
     // A type given is checked before anything goes on the network: a typo fails at once.
     let given = type_name.map(given_type).transpose()?;
+    let learnable = matches!(given, Some(Given::Learnable { .. }));
     let transport = CliTransport::from_env()?;
     let node = cli_node(&transport, "echo")?;
     // Wait for a publisher first, as `ros2 topic echo` does: its type, and its QoS to adapt
     // to. Without one (the type given), subscribe with the default QoS.
-    let limit = if given.is_some() {
+    let limit = if given.is_some() && !learnable {
         Duration::from_secs(2)
     } else {
         DISCOVERY_WAIT
     };
     let (info, qos) = match (given, discover_type(&transport, &topic, Some(limit))) {
         (_, Err(NoType::Interrupted)) => return Ok(()),
-        (Some(info), Ok(_)) => (info, QoSProfile::best_available()),
-        (None, Ok(found)) => (known_type(&found)?, QoSProfile::best_available()),
-        (Some(info), Err(NoType::TimedOut)) => (info, QoSProfile::default()),
+        (Some(Given::Known(info)), Ok(_)) => (info, QoSProfile::best_available()),
+        (Some(Given::Learnable { name, unknown }), _) => (
+            learn_topic_type(&transport, &node, &topic, &name, &unknown)?,
+            QoSProfile::best_available(),
+        ),
+        (None, Ok(found)) => (
+            topic_type(&transport, &node, &topic, &found)?,
+            QoSProfile::best_available(),
+        ),
+        (Some(Given::Known(info)), Err(NoType::TimedOut)) => (info, QoSProfile::default()),
         (None, Err(NoType::TimedOut)) => {
             return Err(format!(
                 "no publisher on {topic} within {limit:?}: give the type (rclev topic echo \
@@ -334,11 +427,21 @@ pub struct PubOptions<'a> {
 /// `rclev topic pub`.
 pub fn publish(o: PubOptions<'_>) -> Result {
     let topic = absolute(o.topic)?;
-    let info = given_type(o.type_name)?;
-    let msg = from_yaml(&info, o.values)?;
-    let cdr = DynamicType::new(&info.description)?.encode(&msg)?;
+    let given = given_type(o.type_name)?;
+    // A known type's values are checked before anything goes on the network.
+    if let Given::Known(info) = &given {
+        from_yaml(info, o.values)?;
+    }
     let transport = CliTransport::from_env()?;
     let node = cli_node(&transport, "pub")?;
+    let info = match given {
+        Given::Known(info) => info,
+        Given::Learnable { name, unknown } => {
+            learn_topic_type(&transport, &node, &topic, &name, &unknown)?
+        }
+    };
+    let msg = from_yaml(&info, o.values)?;
+    let cdr = DynamicType::new(&info.description)?.encode(&msg)?;
     let publisher = node.create_publisher(
         &TopicEndpoint {
             name: topic.clone(),

@@ -6,11 +6,11 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::wire::CliTransport;
-use rclev::transport::Payload;
+use rclev::transport::{Gid, Payload};
 use rclev::QoSProfile;
 
 use crate::errors::Result;
-use crate::topic::{absolute, cli_node, discover_type, known_type, subscribe, NoType};
+use crate::topic::{absolute, cli_node, discover_type, subscribe, topic_type, NoType};
 
 /// What is measured.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -21,23 +21,53 @@ pub enum Stat {
     Bandwidth,
 }
 
-/// A rolling window of arrivals (reception time, serialized size).
+/// One message received: when it arrived, when its publisher sent it (`None`: not known),
+/// who sent it, and its serialized size.
+#[derive(Clone, Copy)]
+struct Arrival {
+    received: SystemTime,
+    sent: Option<SystemTime>,
+    publisher: Gid,
+    bytes: usize,
+}
+
+/// A rolling window of arrivals.
 struct Window {
-    arrivals: VecDeque<(SystemTime, usize)>,
+    arrivals: VecDeque<Arrival>,
     size: usize,
 }
 
 impl Window {
-    fn push(&mut self, at: SystemTime, bytes: usize) {
-        self.arrivals.push_back((at, bytes));
+    fn push(&mut self, arrival: Arrival) {
+        self.arrivals.push_back(arrival);
         while self.arrivals.len() > self.size {
             self.arrivals.pop_front();
         }
     }
 
+    /// The times the rate is measured on: when the publisher sent each message, if the whole
+    /// window is one publisher's and each says; else when each arrived. Messages held up on
+    /// the way (a stalled host, a network hiccup) arrive in a burst a few µs apart: measured
+    /// on arrival, a 2 Hz talker read as 924 Hz; on its own clock, 2 Hz. (Several
+    /// publishers' clocks need not agree, so arrivals are used for them.)
+    fn times(&self) -> Vec<SystemTime> {
+        let first = self.arrivals.front().map(|a| a.publisher);
+        let one_sender = self
+            .arrivals
+            .iter()
+            .all(|a| a.sent.is_some() && Some(a.publisher) == first);
+        self.arrivals
+            .iter()
+            .map(|a| match (one_sender, a.sent) {
+                (true, Some(sent)) => sent,
+                _ => a.received,
+            })
+            .collect()
+    }
+
     /// `average rate: …` and its interval statistics, or `None` before two messages.
     fn rate_report(&self) -> Option<String> {
-        let times: Vec<SystemTime> = self.arrivals.iter().map(|(t, _)| *t).collect();
+        let times = self.times();
         let gaps: Vec<f64> = times
             .windows(2)
             .map(|w| w[1].duration_since(w[0]).unwrap_or_default().as_secs_f64())
@@ -60,13 +90,13 @@ impl Window {
 
     /// `… B/s from n messages` and the size statistics, or `None` before two messages.
     fn bandwidth_report(&self) -> Option<String> {
-        let (first, _) = *self.arrivals.front()?;
-        let (last, _) = *self.arrivals.back()?;
+        let times = self.times();
+        let (first, last) = (*times.first()?, *times.last()?);
         let span = last.duration_since(first).unwrap_or_default().as_secs_f64();
         if self.arrivals.len() < 2 || span <= 0.0 {
             return None;
         }
-        let sizes: Vec<usize> = self.arrivals.iter().map(|(_, s)| *s).collect();
+        let sizes: Vec<usize> = self.arrivals.iter().map(|a| a.bytes).collect();
         let total: usize = sizes.iter().sum();
         let n = sizes.len();
         Some(format!(
@@ -104,9 +134,9 @@ pub fn run(topic: &str, stat: Stat, window: usize, reports: Option<u64>) -> Resu
         Ok(t) => t,
         Err(NoType::Interrupted | NoType::TimedOut) => return Ok(()),
     };
-    let info = known_type(&type_name)?;
-    // Each message's reception time (Fast DDS's timestamp), not when this loop took it: the
-    // rate of a burst taken at once is still right.
+    let info = topic_type(&transport, &node, &topic, &type_name)?;
+    // Each message's source and reception times (see `Window::times`), not when this loop
+    // took it: the rate of a burst taken at once is still right.
     let (sub, rx) = subscribe(&node, &topic, info, QoSProfile::best_available(), true)?;
     if stat == Stat::Bandwidth {
         println!("Subscribed to [{topic}]");
@@ -129,7 +159,14 @@ pub fn run(topic: &str, stat: Stat, window: usize, reports: Option<u64>) -> Resu
             let more = sub.take_batch(64, &mut batch);
             for (payload, info) in batch.drain(..) {
                 if let Payload::Serialized(bytes) = payload {
-                    window.push(info.received_timestamp, bytes.len());
+                    window.push(Arrival {
+                        received: info.received_timestamp,
+                        // Zero (the epoch) when the transport was not told it.
+                        sent: (info.source_timestamp > SystemTime::UNIX_EPOCH)
+                            .then_some(info.source_timestamp),
+                        publisher: info.publisher_gid,
+                        bytes: bytes.len(),
+                    });
                     fresh += 1;
                 }
             }
@@ -181,7 +218,13 @@ mod tests {
         };
         assert!(w.rate_report().is_none());
         for i in 0..11 {
-            w.push(start + Duration::from_millis(100 * i), 32);
+            let at = start + Duration::from_millis(100 * i);
+            w.push(Arrival {
+                received: at,
+                sent: None,
+                publisher: Gid([1; 16]),
+                bytes: 32,
+            });
         }
         let rate = w.rate_report().unwrap();
         assert!(rate.starts_with("average rate: 10.000"), "{rate}");
@@ -190,7 +233,42 @@ mod tests {
         assert!(bw.starts_with("352 B/s from 11 messages"), "{bw}");
         assert!(bw.contains("mean: 32 B"), "{bw}");
         w.size = 3;
-        w.push(start + Duration::from_secs(2), 64);
+        w.push(Arrival {
+            received: start + Duration::from_secs(2),
+            sent: None,
+            publisher: Gid([1; 16]),
+            bytes: 64,
+        });
         assert_eq!(w.arrivals.len(), 3);
+    }
+
+    /// The defect: after a stall, a 2 Hz talker's messages arrived in a burst and `hz` said
+    /// `average rate: 924.184`. The publisher's own send times give its rate.
+    #[test]
+    fn a_burst_of_held_up_messages_is_measured_on_the_publishers_clock() {
+        let start = SystemTime::now();
+        let mut w = Window {
+            arrivals: VecDeque::new(),
+            size: 100,
+        };
+        for i in 0..5u64 {
+            w.push(Arrival {
+                received: start + Duration::from_micros(900 * i),
+                sent: Some(start - Duration::from_secs(3) + Duration::from_millis(500 * i)),
+                publisher: Gid([1; 16]),
+                bytes: 16,
+            });
+        }
+        let rate = w.rate_report().unwrap();
+        assert!(rate.starts_with("average rate: 2.000"), "{rate}");
+        // Two publishers: their clocks need not agree, so arrivals are measured.
+        w.push(Arrival {
+            received: start + Duration::from_millis(4),
+            sent: Some(start + Duration::from_secs(100)),
+            publisher: Gid([2; 16]),
+            bytes: 16,
+        });
+        let rate = w.rate_report().unwrap();
+        assert!(!rate.starts_with("average rate: 2.000"), "{rate}");
     }
 }

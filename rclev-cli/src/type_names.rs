@@ -160,8 +160,7 @@ impl fmt::Display for TypeNameError {
                     (Sources::BundledAndInstalled, false) => write!(
                         f,
                         "is not one rclev knows (not shipped with rclev; AMENT_PREFIX_PATH is \
-                         not set, so no installed types were searched: source the ROS 2 setup \
-                         first)"
+                         not set, so no installed types were searched)"
                     )?,
                 }
                 for other in other_kinds {
@@ -186,6 +185,73 @@ impl fmt::Display for TypeNameError {
 }
 
 impl std::error::Error for TypeNameError {}
+
+/// A type name a user gave, resolved for a command that can learn types from the nodes that
+/// use them (see `remote_types`).
+#[cfg(feature = "dds")]
+#[derive(Debug)]
+pub enum Wanted {
+    /// A type rclev knows: its full name.
+    Known(String),
+    /// A well-formed full name (`pkg/kind/Name`) of the kind asked for that rclev does not
+    /// know.
+    Learnable {
+        /// The full name.
+        name: String,
+        /// Why it is not known.
+        unknown: Unknown,
+    },
+}
+
+/// Why rclev does not know a well-formed type name, for the error shown if it cannot learn
+/// the type either.
+#[cfg(feature = "dds")]
+#[derive(Clone, Debug)]
+pub struct Unknown {
+    /// The message: the name, where it was looked for, the closest known names.
+    pub message: String,
+    /// Whether the message offers known names close to the one given (or the same name of
+    /// another kind): with nothing on the graph to learn it from, a typo is then likelier
+    /// than a type to install, and the message alone is the error.
+    pub offers_names: bool,
+}
+
+#[cfg(feature = "dds")]
+impl std::fmt::Display for Unknown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// [`resolve`], where a well-formed name rclev does not know is [`Wanted::Learnable`] rather
+/// than an error: only a malformed name, or one of another kind, fails.
+#[cfg(feature = "dds")]
+pub fn resolve_learnable(
+    given: &str,
+    kind: Kind,
+    sources: Sources,
+) -> Result<Wanted, TypeNameError> {
+    let e = match resolve(given, kind, sources) {
+        Ok(name) => return Ok(Wanted::Known(name)),
+        Err(e) => e,
+    };
+    match &e {
+        TypeNameError::Unknown {
+            name,
+            kind: Some(_),
+            suggestions,
+            other_kinds,
+            ..
+        } => Ok(Wanted::Learnable {
+            name: name.clone(),
+            unknown: Unknown {
+                message: e.to_string(),
+                offers_names: !suggestions.is_empty() || !other_kinds.is_empty(),
+            },
+        }),
+        _ => Err(e),
+    }
+}
 
 /// Where interface names come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 //! feature), read by [`rclev_rmw::Rmw::from_env`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -52,8 +53,21 @@ impl CliTransport {
         }
     }
 
+    /// The longest before [`graph_settled`](Self::graph_settled) holds, when the transport
+    /// knows it does then whatever the peers do: over Zenoh, where settled means the graph
+    /// holds everyone there was at the start. `None` over DDS, where nothing says how many
+    /// participants there are, so settled means "everyone heard so far is complete".
+    pub fn graph_settles_within(&self) -> Option<Duration> {
+        match self {
+            Self::Dds(_) => None,
+            #[cfg(feature = "zenoh")]
+            Self::Zenoh(_) => Some(rclev_zenoh::ZenohTransport::GRAPH_SETTLED_WITHIN),
+        }
+    }
+
     /// Whether discovery has caught up with what the peers announced (DDS: every peer's
-    /// `ros_discovery_info` in; Zenoh: the initial liveliness query ended).
+    /// `ros_discovery_info` in; Zenoh: the peers the routers named met, and the initial
+    /// liveliness query ended).
     pub fn graph_settled(&self) -> bool {
         match self {
             Self::Dds(t) => t.graph_settled(),

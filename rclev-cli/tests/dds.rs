@@ -839,3 +839,100 @@ fn graph_verbs_take_wait_flags() {
         );
     });
 }
+
+/// `rclev <args>` with no interface packages installed (`AMENT_PREFIX_PATH` unset): only the
+/// types rclev ships, and those it learns from nodes.
+fn rclev_bare(args: &[&str]) -> Command {
+    let mut c = rclev();
+    c.args(args).env_remove("AMENT_PREFIX_PATH");
+    c
+}
+
+/// The defect: `service call` and `topic echo` of a type rclev does not ship said "source the
+/// ROS 2 setup first" when nothing was installed — there was nothing to source. They now learn
+/// the type from a node that uses it (its `~/get_type_description`, as `bag record` does),
+/// and say how to point rclev at interface files when no node can tell (a service type over
+/// DDS: tests/zenoh.rs learns one over Zenoh).
+#[test]
+fn types_rclev_does_not_know_are_learnt_from_the_nodes_that_use_them() {
+    in_netns(
+        "types_rclev_does_not_know_are_learnt_from_the_nodes_that_use_them",
+        Duration::from_secs(180),
+        || {
+            // A test_msgs/BasicTypes talker (test_msgs ships with rclpy, not with rclev).
+            let talker = Peer::start("rclpy_peer.py", &["talker", "learn_t", "basic", "3"]);
+            let out = rclev_bare(&["topic", "echo", "/learn_t", "--once"])
+                .stderr(Stdio::piped())
+                .output()
+                .unwrap();
+            let (stdout, stderr) = (
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+            );
+            assert!(out.status.success(), "{stdout}\n{stderr}");
+            assert!(stdout.contains("int64_value: 0\n"), "{stdout}");
+            assert!(
+                stderr.contains("learnt type test_msgs/msg/BasicTypes from node /rclpy_"),
+                "{stderr}"
+            );
+            talker.finish(LIMIT);
+
+            // topic pub of it, learnt from the subscribing node.
+            let listener = Peer::start("rclpy_peer.py", &["listener", "learn_p", "basic", "1"]);
+            let out = rclev_bare(&[
+                "topic",
+                "pub",
+                "/learn_p",
+                "test_msgs/msg/BasicTypes",
+                "{bool_value: true, byte_value: 0, char_value: 65}",
+                "--once",
+            ])
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{stderr}");
+            assert!(
+                stderr.contains("learnt type test_msgs/msg/BasicTypes from node /rclpy_"),
+                "{stderr}"
+            );
+            let heard = listener.finish(LIMIT);
+            assert!(heard.contains("got 0 0.0 0\n"), "{heard}");
+
+            // Its service cannot be learnt over DDS (the server announces its request's hash,
+            // which its node does not describe): said plainly, with where to put the files.
+            let server = Peer::start("rclpy_peer.py", &["server", "learn_s", "1"]);
+            let out = rclev_bare(&[
+                "service",
+                "call",
+                "/learn_s",
+                "test_msgs/srv/BasicTypes",
+                "{int64_value: 41, string_value: hi}",
+            ])
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success());
+            assert!(
+                stderr.contains("cannot learn a service type from it (over Zenoh it can)"),
+                "{stderr}"
+            );
+            assert!(stderr.contains("AMENT_PREFIX_PATH"), "{stderr}");
+            drop(server);
+
+            // Nobody to learn from: the error says where rclev looks for interface files.
+            let out = rclev_bare(&["topic", "echo", "/nobody", "test_msgs/msg/BasicTypes"])
+                .stderr(Stdio::piped())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success());
+            assert!(
+                stderr.contains("share/<package>/{msg,srv,action}"),
+                "{stderr}"
+            );
+            assert!(!stderr.contains("source the ROS 2"), "{stderr}");
+        },
+    );
+}

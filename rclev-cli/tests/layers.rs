@@ -5,7 +5,7 @@
 //! | layer | modules |
 //! | --- | --- |
 //! | 0 | leaves: `errors`, `clock`, `report`, `interrupt`, `bundled` (the vendored definitions), `wire` (the transport RMW_IMPLEMENTATION names), `graph`, `installed_types`, `demo` |
-//! | 1 | `type_names`, `lifecycle`, `param`, `zenoh_router`, the benchmarks (`bench_timers`, `bench_pubsub`, `bench_dds`, `simtime`) |
+//! | 1 | `type_names`, `lifecycle`, `param`, `remote_types` (types learnt from nodes' `~/get_type_description`), `zenoh_router`, the benchmarks (`bench_timers`, `bench_pubsub`, `bench_dds`, `simtime`) |
 //! | 2 | `interface`, `topic` |
 //! | 3 | `service_call`, `topic_stats`, `bench_bag` (its publisher and subscriber are `topic`'s endpoints; its processes `bench_dds`'s) |
 //! | 4 | `action_goal`, `bag/` (`bag record|play|info`: `topic`'s endpoints, `service_call`'s client for `get_type_description`, `installed_types`' schema parser) |
@@ -25,6 +25,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("type_names.rs", 1),
     ("lifecycle.rs", 1),
     ("param.rs", 1),
+    ("remote_types.rs", 1),
     ("bench_timers.rs", 1),
     ("bench_timers/", 1),
     ("bench_pubsub.rs", 1),

@@ -15,16 +15,11 @@ use std::sync::{mpsc, Arc, Mutex};
 use rclev::msg::{TypeHash, TypeInfo};
 use rclev::transport::{EndpointInfo, NodePort};
 
-use super::types::{self, Learnt};
+use crate::remote_types::{self as types, node_known, Learnt, NODES_PER_ASK};
 
 /// How many nodes are asked at once. Each ask waits for at most two of
 /// [`types::ASK_WAIT`]; a few askers keep one silent node from delaying the other types.
 const ASKERS: usize = 4;
-
-/// How many of a topic's publishers' nodes are asked, one after the other, before the topic
-/// waits for its retry: a topic with many silent publishers holds an asker for at most this
-/// many asks.
-const NODES_PER_ASK: usize = 3;
 
 /// How many topics may wait for an asker; a topic beyond it is asked at a later look.
 const PENDING: usize = 64;
@@ -227,12 +222,6 @@ impl Kept {
             Err(e) => Outcome::Failed(e.to_string()),
         }
     }
-}
-
-/// Whether the graph knows which node `publisher` belongs to (over DDS that comes with the
-/// node's `ros_discovery_info`, which can trail its endpoints).
-pub(crate) fn node_known(publisher: &EndpointInfo) -> bool {
-    !publisher.node.name.is_empty() && publisher.node.name != "_NODE_NAME_UNKNOWN_"
 }
 
 /// What asking the nodes of a topic's publishers gave.

@@ -453,6 +453,10 @@ pub(crate) fn play_with(
                     break;
                 }
             };
+            if summary.published == 0 && options.announce {
+                // Once, at the first message: what matched by the time playback began.
+                say_matched(&played);
+            }
             p.publisher
                 .publish(Payload::Serialized(Box::new(m.data)))
                 .map_err(|e| format!("publishing on {}: {}", p.name, e.error))?;
@@ -553,6 +557,34 @@ fn wait_for_subscribers(options: &PlayOptions, played: &HashMap<String, Played>)
         std::thread::sleep(Duration::from_millis(10));
     }
     true
+}
+
+/// Says how many of the played topics had a subscription matched when the first message went
+/// out, and warns when none had: what a publisher sends before a subscription matches it is
+/// lost to that subscription (DDS discovery takes tens of milliseconds; a bag's first
+/// messages go out at once).
+fn say_matched(played: &HashMap<String, Played>) {
+    let matched = played
+        .values()
+        .filter(|p| p.publisher.subscription_count() > 0)
+        .count();
+    let subscriptions: usize = played
+        .values()
+        .map(|p| p.publisher.subscription_count())
+        .sum();
+    println!(
+        "{matched} of {} topic{} had a subscription matched when playback started ({subscriptions} subscription{} in all)",
+        played.len(),
+        if played.len() == 1 { "" } else { "s" },
+        if subscriptions == 1 { "" } else { "s" },
+    );
+    if matched == 0 {
+        eprintln!(
+            "rclev: warning: no subscription had matched any topic when playback started: \
+             messages published before one matches are lost to it (--wait-for-subscribers N \
+             waits for N on every topic; --delay S waits S seconds)"
+        );
+    }
 }
 
 /// Lets the publishers stay `d` (or until Ctrl-C).

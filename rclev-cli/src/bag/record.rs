@@ -28,7 +28,7 @@ use rclev::transport::{
 use rclev::QoSProfile;
 use rclev_bag::{BagTopic, BagWriter, TopicId, WriterOptions};
 
-use super::learn::{self, Learner, Outcome};
+use super::learn::{Learner, Outcome};
 use super::{types, RecordArgs};
 use crate::errors::Result;
 use crate::topic::{absolute, cli_node, type_support};
@@ -251,7 +251,7 @@ impl Recorder {
                 // once, if it lasts.
                 None if !publishers
                     .iter()
-                    .any(|p| p.type_name == type_name && learn::node_known(p)) =>
+                    .any(|p| p.type_name == type_name && crate::remote_types::node_known(p)) =>
                 {
                     self.deferred = true;
                     let (since, said) = self.nodeless.entry(topic.clone()).or_insert((now, false));

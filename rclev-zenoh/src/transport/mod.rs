@@ -5,12 +5,12 @@
 
 mod events;
 mod graph;
+mod initial_graph;
 mod service;
 mod topic;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::sync::watch;
 use zenoh::sample::SampleKind;
@@ -50,18 +50,6 @@ impl Drop for Shared {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         drop(subscriber);
-    }
-}
-
-/// The longest the initial liveliness query may take before the graph counts as settled.
-const INITIAL_QUERY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Marks the graph settled when the initial liveliness query ends.
-struct InitialTokens(Arc<GraphCache>);
-
-impl Drop for InitialTokens {
-    fn drop(&mut self) {
-        self.0.set_settled();
     }
 }
 
@@ -164,6 +152,12 @@ impl ZenohTransport {
             next_id: AtomicU64::new(0),
             graph: graph.clone(),
         });
+        // And once, as rmw_zenoh at start, a query for every token there now, once the
+        // session has met the peers its routers know (see initial_graph): when it ends, the
+        // graph holds every reachable peer's entities. Started first: it asks the routers
+        // before the subscriber below brings their tokens.
+        initial_graph::spawn(&shared)
+            .map_err(|e| Error::Transport(format!("starting the graph's first look: {e}")))?;
         // Every token of the domain, those already there (history) and those to come.
         let subscriber = shared
             .zenoh()
@@ -180,21 +174,6 @@ impl ZenohTransport {
             .graph_subscriber
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(subscriber);
-        // And once, as rmw_zenoh at start, a query for every token there now: when it ends
-        // (its callback is dropped), the graph holds every reachable peer's entities.
-        let initial = InitialTokens(shared.graph.clone());
-        shared
-            .zenoh()
-            .liveliness()
-            .get(graph_subscription_keyexpr(domain_id))
-            .timeout(INITIAL_QUERY_TIMEOUT)
-            .callback(move |reply| {
-                if let Ok(sample) = reply.result() {
-                    initial.0.put(sample.key_expr().as_str());
-                }
-            })
-            .wait()
-            .map_err(|e| zenoh_error("querying the liveliness tokens", e))?;
         Ok(Self { shared })
     }
 
@@ -224,9 +203,14 @@ impl ZenohTransport {
         self.shared.domain_id
     }
 
+    /// The longest after the transport was made before [`graph_settled`](Self::graph_settled)
+    /// holds, whatever the peers do (70 s).
+    pub const GRAPH_SETTLED_WITHIN: std::time::Duration = initial_graph::LONGEST;
+
     /// Whether the graph has caught up with the peers reachable when the transport was made
-    /// (its initial liveliness query ended): tools wait for it (on
-    /// [`Transport::graph_changes`]) before printing the graph.
+    /// (the session met the peers its routers named, and its initial liveliness query ended;
+    /// at most [`GRAPH_SETTLED_WITHIN`](Self::GRAPH_SETTLED_WITHIN) after the start): tools
+    /// wait for it (on [`Transport::graph_changes`]) before printing the graph.
     pub fn graph_settled(&self) -> bool {
         self.shared.graph.settled()
     }

@@ -278,29 +278,50 @@ pub(crate) fn node_known(e: &EndpointInfo) -> bool {
 /// silent endpoints costs at most this many waits of [`ASK_WAIT`].
 pub(crate) const NODES_PER_ASK: usize = 3;
 
-/// Learns message type `type_name` from the nodes of `endpoints` that use it (each node once,
-/// at most [`NODES_PER_ASK`]) and leaks it: the first that describes it, checked, wins.
-/// Returns the type and the node that described it.
-pub(crate) fn learn_message(
+/// What asking the nodes that use a type gave.
+pub(crate) enum Asked {
+    /// The type, and the node that described it.
+    Learnt(Learnt, String),
+    /// A node described the type (its description hashes right) as one rclev does not
+    /// accept: no node will describe it otherwise.
+    Refused(String),
+    /// No node described it, for these reasons.
+    Failed(String),
+}
+
+/// Asks the nodes of `endpoints` that use message type `type_name` in turn (each node once,
+/// at most [`NODES_PER_ASK`]) until one describes it, checked, or `stopped()` (Ctrl-C, the
+/// end of a recording: `why_stopped` says which).
+pub(crate) fn ask_nodes(
     node: &Arc<dyn NodePort>,
     endpoints: &[EndpointInfo],
     type_name: &str,
-) -> Result<(TypeInfo, String)> {
+    stopped: &dyn Fn() -> bool,
+    why_stopped: &str,
+) -> Asked {
     let mut reasons = Vec::new();
     let mut asked: Vec<String> = Vec::new();
     for e in endpoints.iter().filter(|e| e.type_name == type_name) {
-        let fqn = e.node.fully_qualified();
-        if !node_known(e) || asked.contains(&fqn) {
+        if stopped() {
+            return Asked::Failed(why_stopped.to_string());
+        }
+        if !node_known(e) {
+            reasons.push("a node that uses it is not known yet".to_string());
             continue;
         }
-        if asked.len() == NODES_PER_ASK || crate::interrupt::interrupted() {
+        let fqn = e.node.fully_qualified();
+        if asked.contains(&fqn) {
+            continue;
+        }
+        if asked.len() == NODES_PER_ASK {
+            reasons.push(format!("asked {NODES_PER_ASK} nodes, the most per try"));
             break;
         }
         asked.push(fqn.clone());
         match ask(node, &fqn, type_name, e.type_hash) {
-            Ok(learnt) => return Ok((learnt.leak()?, fqn)),
+            Ok(learnt) => return Asked::Learnt(learnt, fqn),
             Err(e) if refused_for_good(e.as_ref()) => {
-                return Err(format!("{fqn} described it: {e}").into())
+                return Asked::Refused(format!("{fqn} described it: {e}"))
             }
             Err(e) => reasons.push(format!("{fqn}: {e}")),
         }
@@ -308,7 +329,27 @@ pub(crate) fn learn_message(
     if reasons.is_empty() {
         reasons.push("no node that uses it is on the graph".to_string());
     }
-    Err(reasons.join("; ").into())
+    Asked::Failed(reasons.join("; "))
+}
+
+/// Learns message type `type_name` from the nodes of `endpoints` that use it
+/// ([`ask_nodes`], until Ctrl-C) and leaks it. Returns the type and the node that described
+/// it.
+pub(crate) fn learn_message(
+    node: &Arc<dyn NodePort>,
+    endpoints: &[EndpointInfo],
+    type_name: &str,
+) -> Result<(TypeInfo, String)> {
+    match ask_nodes(
+        node,
+        endpoints,
+        type_name,
+        &crate::interrupt::interrupted,
+        "interrupted",
+    ) {
+        Asked::Learnt(learnt, from) => Ok((learnt.leak()?, from)),
+        Asked::Refused(why) | Asked::Failed(why) => Err(why.into()),
+    }
 }
 
 /// A service type learnt from a node that serves it: its request and response types (leaked)

@@ -341,30 +341,45 @@ fn mismatch_text(topic: &str, type_name: &str, e: &rclev::transport::EndpointInf
 /// `rclev topic echo`.
 pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>) -> Result {
     let topic = absolute(topic)?;
-    // A type given is checked before anything goes on the network: a typo fails at once.
+    // A type given is checked before anything goes on the network: a malformed name fails at
+    // once; one rclev does not know is learnt from the nodes that use it on the topic.
     let given = type_name.map(given_type).transpose()?;
-    let learnable = matches!(given, Some(Given::Learnable { .. }));
     let transport = CliTransport::from_env()?;
     let node = cli_node(&transport, "echo")?;
+    let known = match given {
+        Some(Given::Learnable { name, unknown }) => {
+            let info = match learn_topic_type(&transport, &node, &topic, &name, &unknown) {
+                Err(_) if crate::interrupt::interrupted() => return Ok(()),
+                learnt => learnt?,
+            };
+            return echo_as(
+                &transport,
+                &node,
+                &topic,
+                info,
+                QoSProfile::best_available(),
+                once,
+                count,
+            );
+        }
+        Some(Given::Known(info)) => Some(info),
+        None => None,
+    };
     // Wait for a publisher first, as `ros2 topic echo` does: its type, and its QoS to adapt
     // to. Without one (the type given), subscribe with the default QoS.
-    let limit = if given.is_some() && !learnable {
+    let limit = if known.is_some() {
         Duration::from_secs(2)
     } else {
         DISCOVERY_WAIT
     };
-    let (info, qos) = match (given, discover_type(&transport, &topic, Some(limit))) {
+    let (info, qos) = match (known, discover_type(&transport, &topic, Some(limit))) {
         (_, Err(NoType::Interrupted)) => return Ok(()),
-        (Some(Given::Known(info)), Ok(_)) => (info, QoSProfile::best_available()),
-        (Some(Given::Learnable { name, unknown }), _) => (
-            learn_topic_type(&transport, &node, &topic, &name, &unknown)?,
-            QoSProfile::best_available(),
-        ),
+        (Some(info), Ok(_)) => (info, QoSProfile::best_available()),
         (None, Ok(found)) => (
             topic_type(&transport, &node, &topic, &found)?,
             QoSProfile::best_available(),
         ),
-        (Some(Given::Known(info)), Err(NoType::TimedOut)) => (info, QoSProfile::default()),
+        (Some(info), Err(NoType::TimedOut)) => (info, QoSProfile::default()),
         (None, Err(NoType::TimedOut)) => {
             return Err(format!(
                 "no publisher on {topic} within {limit:?}: give the type (rclev topic echo \
@@ -373,15 +388,28 @@ pub fn echo(topic: &str, type_name: Option<&str>, once: bool, count: Option<u64>
             .into())
         }
     };
+    echo_as(&transport, &node, &topic, info, qos, once, count)
+}
+
+/// `topic echo` once the type is settled: subscribes with `qos` and prints what arrives.
+fn echo_as(
+    transport: &CliTransport,
+    node: &Arc<dyn NodePort>,
+    topic: &str,
+    info: TypeInfo,
+    qos: QoSProfile,
+    once: bool,
+    count: Option<u64>,
+) -> Result {
     // With a publisher present: whatever it offers, as `ros2 topic echo` does.
     let dynamic = DynamicType::new(&info.description)?;
-    let (sub, rx) = subscribe(&node, &topic, info, qos, false)?;
-    let mut mismatch = TypeMismatch::new(&transport);
+    let (sub, rx) = subscribe(node, topic, info, qos, false)?;
+    let mut mismatch = TypeMismatch::new(transport);
     let limit = if once { Some(1) } else { count };
     let mut printed = 0u64;
     let mut batch = Vec::new();
     while !crate::interrupt::interrupted() {
-        mismatch.check(&transport, &topic, info.type_name);
+        mismatch.check(transport, topic, info.type_name);
         let _ = rx.recv_timeout(Duration::from_millis(500));
         loop {
             let more = sub.take_payloads(16, &mut batch);
@@ -429,18 +457,25 @@ pub fn publish(o: PubOptions<'_>) -> Result {
     let topic = absolute(o.topic)?;
     let given = given_type(o.type_name)?;
     // A known type's values are checked before anything goes on the network.
-    if let Given::Known(info) = &given {
-        from_yaml(info, o.values)?;
-    }
+    let checked = match &given {
+        Given::Known(info) => Some(from_yaml(info, o.values)?),
+        Given::Learnable { .. } => None,
+    };
     let transport = CliTransport::from_env()?;
     let node = cli_node(&transport, "pub")?;
     let info = match given {
         Given::Known(info) => info,
         Given::Learnable { name, unknown } => {
-            learn_topic_type(&transport, &node, &topic, &name, &unknown)?
+            match learn_topic_type(&transport, &node, &topic, &name, &unknown) {
+                Err(_) if crate::interrupt::interrupted() => return Ok(()),
+                learnt => learnt?,
+            }
         }
     };
-    let msg = from_yaml(&info, o.values)?;
+    let msg = match checked {
+        Some(msg) => msg,
+        None => from_yaml(&info, o.values)?,
+    };
     let cdr = DynamicType::new(&info.description)?.encode(&msg)?;
     let publisher = node.create_publisher(
         &TopicEndpoint {

@@ -8,7 +8,7 @@
 //! | 1 | `type_names`, `lifecycle`, `param`, `remote_types` (types learnt from nodes' `~/get_type_description`), `zenoh_router`, the benchmarks (`bench_timers`, `bench_pubsub`, `bench_dds`, `simtime`) |
 //! | 2 | `interface`, `topic` |
 //! | 3 | `service_call`, `topic_stats`, `bench_bag` (its publisher and subscriber are `topic`'s endpoints; its processes `bench_dds`'s) |
-//! | 4 | `action_goal`, `bag/` (`bag record|play|info`: `topic`'s endpoints, `service_call`'s client for `get_type_description`, `installed_types`' schema parser) |
+//! | 4 | `action_goal`, `bag/` (`bag record|play|info`: `topic`'s endpoints, `remote_types`' asking of `get_type_description`, `installed_types`' schema parser) |
 //! | 5 | `main.rs` |
 
 const LAYERS: &[(&str, u8)] = &[

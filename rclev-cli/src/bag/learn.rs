@@ -15,7 +15,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use rclev::msg::{TypeHash, TypeInfo};
 use rclev::transport::{EndpointInfo, NodePort};
 
-use crate::remote_types::{self as types, node_known, Learnt, NODES_PER_ASK};
+use crate::remote_types::{self as types, Asked, Learnt};
 
 /// How many nodes are asked at once. Each ask waits for at most two of
 /// [`types::ASK_WAIT`]; a few askers keep one silent node from delaying the other types.
@@ -104,7 +104,13 @@ impl Learner {
                 if stop.load(Ordering::Relaxed) {
                     continue;
                 }
-                let learnt = ask_publishers(&node, &job, &stop);
+                let learnt = types::ask_nodes(
+                    &node,
+                    &job.publishers,
+                    &job.type_name,
+                    &|| stop.load(Ordering::Relaxed),
+                    "the recording ended",
+                );
                 let answer = Answer {
                     topic: job.topic,
                     type_name: job.type_name,
@@ -222,57 +228,6 @@ impl Kept {
             Err(e) => Outcome::Failed(e.to_string()),
         }
     }
-}
-
-/// What asking the nodes of a topic's publishers gave.
-enum Asked {
-    /// The type, and the node that described it.
-    Learnt(Learnt, String),
-    /// A node described the type (its description hashes right) as one rclev does not
-    /// accept: no node will describe it otherwise.
-    Refused(String),
-    /// No node described it, for these reasons.
-    Failed(String),
-}
-
-/// Asks the nodes of the publishers of the job's type in turn (each node once, at most
-/// [`NODES_PER_ASK`]), until one describes it or `stop` is set.
-fn ask_publishers(node: &Arc<dyn NodePort>, job: &Ask, stop: &AtomicBool) -> Asked {
-    let mut reasons = Vec::new();
-    let mut asked: Vec<String> = Vec::new();
-    let publishers = job
-        .publishers
-        .iter()
-        .filter(|p| p.type_name == job.type_name);
-    for p in publishers {
-        if stop.load(Ordering::Relaxed) {
-            return Asked::Failed("the recording ended".into());
-        }
-        if !node_known(p) {
-            reasons.push("a publisher's node is not known yet".to_string());
-            continue;
-        }
-        let fqn = p.node.fully_qualified();
-        if asked.contains(&fqn) {
-            continue;
-        }
-        if asked.len() == NODES_PER_ASK {
-            reasons.push(format!("asked {NODES_PER_ASK} nodes, the most per try"));
-            break;
-        }
-        asked.push(fqn.clone());
-        match types::ask(node, &fqn, &job.type_name, p.type_hash) {
-            Ok(learnt) => return Asked::Learnt(learnt, fqn),
-            Err(e) if types::refused_for_good(e.as_ref()) => {
-                return Asked::Refused(format!("{fqn} described it: {e}"))
-            }
-            Err(e) => reasons.push(format!("{fqn}: {e}")),
-        }
-    }
-    if reasons.is_empty() {
-        reasons.push("no publisher of that type".to_string());
-    }
-    Asked::Failed(reasons.join("; "))
 }
 
 #[cfg(test)]

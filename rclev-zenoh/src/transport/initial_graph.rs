@@ -30,14 +30,16 @@ use zenoh::Wait;
 
 use super::graph::GraphCache;
 use super::Shared;
-use crate::wire::graph_subscription_keyexpr;
+use crate::wire::{graph_subscription_keyexpr, session_tokens_keyexpr};
 
 /// The longest the liveliness query may take (5,000 tokens take a release build 1.5-2 s, a
 /// debug build 10-20 s).
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest a router may take to say which sessions it has (behind thousands of token
-/// declarations it is sending this session, its answer took 1.5 s).
-const ADMIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// declarations it is sending this session, its answer took 1.5 s; on a host loaded five
+/// times over, more than 5 s). Only a router that is slow to answer costs it: a router whose
+/// admin space cannot be read ends the query at once, without an answer.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(20);
 /// After the routers answered, the longest to wait for a direct connection to every peer they
 /// named (gossip and the connection take well under half a second on one host).
 const CONNECT_WAIT: Duration = Duration::from_secs(2);
@@ -75,16 +77,18 @@ struct SessionInfo {
 }
 
 /// The peer sessions (not clients, not routers) a router's admin answer `json` lists, but
-/// `own` (this session): the ones whose tokens the router leaves to them to tell.
+/// `own` (this session): the ones whose tokens the router leaves to them to tell. Only Zenoh
+/// ids as Zenoh writes them (at most 32 hex digits) are taken: they go into key expressions.
 pub(crate) fn peer_sessions(json: &[u8], own: &str) -> Result<BTreeSet<String>, String> {
     if json.len() > MAX_ADMIN_ANSWER {
         return Err(format!("the answer is {} bytes", json.len()));
     }
     let info: RouterInfo = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    let is_zid = |z: &str| (1..=32).contains(&z.len()) && z.bytes().all(|b| b.is_ascii_hexdigit());
     Ok(info
         .sessions
         .into_iter()
-        .filter(|s| s.whatami == "peer" && s.peer != own)
+        .filter(|s| s.whatami == "peer" && s.peer != own && is_zid(&s.peer))
         .map(|s| s.peer)
         .collect())
 }
@@ -107,11 +111,14 @@ impl Waiting {
         self.expected.is_subset(connected)
     }
 
-    /// Whether some token of every expected peer's session is in the graph (`heard`).
-    /// Connected is not enough: a query reaches a new connection only once Zenoh has routed
-    /// it.
-    pub(crate) fn all_heard(&self, heard: &BTreeSet<String>) -> bool {
-        self.expected.is_subset(heard)
+    /// The expected peers none of whose session's tokens is in the graph (`heard`): to ask
+    /// again. Connected is not enough: a query reaches a new connection only once Zenoh has
+    /// routed it.
+    pub(crate) fn unheard<'a>(&'a self, heard: &'a BTreeSet<String>) -> Vec<&'a str> {
+        self.expected
+            .difference(heard)
+            .map(String::as_str)
+            .collect()
     }
 }
 
@@ -231,63 +238,88 @@ fn look(weak: &Weak<Shared>, waiting: Waiting, started: Instant) {
     };
 
     let connect_by = Instant::now() + CONNECT_WAIT;
-    while !waiting.all_connected(&match connected(weak) {
-        Some(c) => c,
-        None => return,
-    }) && Instant::now() < connect_by
-    {
+    loop {
+        let Some(now_connected) = connected(weak) else {
+            return;
+        };
+        if waiting.all_connected(&now_connected) || Instant::now() >= connect_by {
+            tracing::debug!(
+                target: "rclev_zenoh",
+                "connected to {} of the {} named peers ({:?})",
+                waiting.expected.intersection(&now_connected).count(),
+                waiting.expected.len(),
+                started.elapsed()
+            );
+            break;
+        }
         std::thread::sleep(POLL);
     }
 
+    // First every token of the domain, then, for a while, those of the named peers still
+    // unheard of (a peer with no token in this domain is asked until `hear_by`).
+    let Some(domain_id) = weak.upgrade().map(|s| s.domain_id) else {
+        return;
+    };
+    let mut keys = vec![graph_subscription_keyexpr(domain_id)];
     let mut queries = 0;
     let mut hear_by = None;
     loop {
-        if !query(weak, &graph) {
+        if !query(weak, &graph, &keys) {
             return;
         }
         queries += 1;
         let heard = graph.zids();
+        let unheard = waiting.unheard(&heard);
         tracing::debug!(
             target: "rclev_zenoh",
-            "liveliness query {queries} ended with {} sessions heard ({:?})",
+            "liveliness query {queries} ended: {} sessions heard, {} named peers not ({:?})",
             heard.len(),
+            unheard.len(),
             started.elapsed()
         );
         let hear_by = *hear_by.get_or_insert_with(|| Instant::now() + HEAR_WAIT);
-        if waiting.all_heard(&heard) || Instant::now() + ASK_AGAIN_AFTER >= hear_by {
+        if unheard.is_empty() || Instant::now() + ASK_AGAIN_AFTER >= hear_by {
             return;
         }
+        keys = unheard
+            .iter()
+            .map(|zid| session_tokens_keyexpr(domain_id, zid))
+            .collect();
         std::thread::sleep(ASK_AGAIN_AFTER);
     }
 }
 
-/// Puts every token there is now into `graph` (one liveliness query, waited for up to its
-/// timeout); `false` if the transport is gone.
-fn query(weak: &Weak<Shared>, graph: &Arc<GraphCache>) -> bool {
-    // The query's callback is dropped when it ends, which hangs up.
+/// Puts every token matching `keys` into `graph` (one liveliness query per key, all at once,
+/// waited for up to [`QUERY_TIMEOUT`] together); `false` if the transport is gone.
+fn query(weak: &Weak<Shared>, graph: &Arc<GraphCache>, keys: &[String]) -> bool {
+    // Each query's callback is dropped when the query ends: the last one hangs up.
     let (hang_up, ended) = mpsc::channel::<()>();
     {
         let Some(shared) = weak.upgrade() else {
             return false;
         };
-        let into = graph.clone();
-        let asked = shared
-            .zenoh()
-            .liveliness()
-            .get(graph_subscription_keyexpr(shared.domain_id))
-            .timeout(QUERY_TIMEOUT)
-            .callback(move |reply| {
-                let _ended_when_dropped = &hang_up;
-                if let Ok(sample) = reply.result() {
-                    into.put(sample.key_expr().as_str());
-                }
-            })
-            .wait();
-        if let Err(e) = asked {
-            tracing::debug!(target: "rclev_zenoh", "a liveliness query failed: {e}");
+        for key in keys {
+            let into = graph.clone();
+            let hang_up = hang_up.clone();
+            let asked = shared
+                .zenoh()
+                .liveliness()
+                .get(key.as_str())
+                .timeout(QUERY_TIMEOUT)
+                .callback(move |reply| {
+                    let _ended_when_dropped = &hang_up;
+                    if let Ok(sample) = reply.result() {
+                        into.put(sample.key_expr().as_str());
+                    }
+                })
+                .wait();
+            if let Err(e) = asked {
+                tracing::debug!(target: "rclev_zenoh", "the liveliness query {key} failed: {e}");
+            }
         }
     }
-    let _ = ended.recv_timeout(QUERY_TIMEOUT + ADMIN_TIMEOUT);
+    drop(hang_up);
+    let _ = ended.recv_timeout(QUERY_TIMEOUT);
     true
 }
 
@@ -305,18 +337,22 @@ mod tests {
             {"peer":"a1","whatami":"peer","links":[]},
             {"peer":"c1","whatami":"client","links":[]},
             {"peer":"r2","whatami":"router","links":[]},
-            {"peer":"me","whatami":"peer","links":[]}]}"#;
-        assert_eq!(peer_sessions(json, "me").unwrap(), set(&["a1"]));
-        assert_eq!(peer_sessions(br#"{"zid":"r"}"#, "me").unwrap(), set(&[]));
+            {"peer":"ee","whatami":"peer","links":[]}]}"#;
+        assert_eq!(peer_sessions(json, "ee").unwrap(), set(&["a1"]));
+        // Not a Zenoh id: never put into a key expression.
+        let odd =
+            br#"{"sessions":[{"peer":"**","whatami":"peer"},{"peer":"ab/cd","whatami":"peer"}]}"#;
+        assert_eq!(peer_sessions(odd, "ee").unwrap(), set(&[]));
+        assert_eq!(peer_sessions(br#"{"zid":"r"}"#, "ee").unwrap(), set(&[]));
     }
 
     #[test]
     fn a_malformed_or_huge_answer_names_no_peer() {
-        assert!(peer_sessions(b"{\"sessions\": [", "me").is_err());
+        assert!(peer_sessions(b"{\"sessions\": [", "ee").is_err());
         let deep = "[".repeat(1_000_000);
-        assert!(peer_sessions(deep.as_bytes(), "me").is_err());
+        assert!(peer_sessions(deep.as_bytes(), "ee").is_err());
         let huge = vec![b' '; MAX_ADMIN_ANSWER + 1];
-        assert!(peer_sessions(&huge, "me").is_err());
+        assert!(peer_sessions(&huge, "ee").is_err());
     }
 
     #[test]
@@ -325,10 +361,10 @@ mod tests {
         assert!(!waiting.all_connected(&set(&["a"])));
         assert!(waiting.all_connected(&set(&["a", "b", "c"])));
         // Connected is not heard: a query reaches a connection only once Zenoh routes it.
-        assert!(!waiting.all_heard(&set(&["a"])));
-        assert!(waiting.all_heard(&set(&["a", "b", "c"])));
+        assert_eq!(waiting.unheard(&set(&["a"])), ["b"]);
+        assert!(waiting.unheard(&set(&["a", "b", "c"])).is_empty());
         // Nobody named: nothing to wait for.
         let none = Waiting::default();
-        assert!(none.all_connected(&set(&[])) && none.all_heard(&set(&[])));
+        assert!(none.all_connected(&set(&[])) && none.unheard(&set(&[])).is_empty());
     }
 }

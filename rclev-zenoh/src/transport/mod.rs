@@ -204,7 +204,7 @@ impl ZenohTransport {
     }
 
     /// The longest after the transport was made before [`graph_settled`](Self::graph_settled)
-    /// holds, whatever the peers do (70 s).
+    /// holds, whatever the peers do (85 s).
     pub const GRAPH_SETTLED_WITHIN: std::time::Duration = initial_graph::LONGEST;
 
     /// Whether the graph has caught up with the peers reachable when the transport was made

@@ -291,6 +291,12 @@ pub fn graph_subscription_keyexpr(domain_id: usize) -> String {
     format!("{ADMIN_SPACE}/{domain_id}/**")
 }
 
+/// The key expression that matches the liveliness tokens of one session (Zenoh id `zid`, as
+/// [`zid_to_string`] writes it) in a domain, `@ros2_lv/<domain>/<zid>/**`.
+pub fn session_tokens_keyexpr(domain_id: usize, zid: &str) -> String {
+    format!("{ADMIN_SPACE}/{domain_id}/{zid}/**")
+}
+
 /// A Zenoh id as Zenoh prints it (and so as rmw_zenoh writes it in tokens): the 16 bytes
 /// read as a little-endian `u128`, lower-case hex, no leading zeros.
 pub fn zid_to_string(zid_le_bytes: [u8; 16]) -> String {

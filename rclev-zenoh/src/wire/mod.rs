@@ -21,8 +21,8 @@ pub use attachment::{Attachment, AttachmentLayout, ATTACHMENT_LEN};
 pub use gid::gid_of;
 pub use keyexpr::WireTypeHash;
 pub use liveliness::{
-    dds_to_ros_type_name, demangle, graph_subscription_keyexpr, mangle, zid_to_string, EntityKind,
-    Token, TopicInfo, ADMIN_SPACE,
+    dds_to_ros_type_name, demangle, graph_subscription_keyexpr, mangle, session_tokens_keyexpr,
+    zid_to_string, EntityKind, Token, TopicInfo, ADMIN_SPACE,
 };
 pub use qos::{CongestionControl, RmwTime, WireQos};
 

@@ -238,6 +238,10 @@ static void ignore(rcl_ret_t r) {
 
 /* A message whose data holds `size` bytes, zeroed. */
 static void message_init(std_msgs__msg__ByteMultiArray *m, size_t size) {
+    /* rosidl's generated __init sets only members with a default value or of a type of their
+     * own: layout.data_offset (a uint32 without one) would keep whatever the stack held, and
+     * the --dump-sample check then failed now and then at its byte (8). */
+    memset(m, 0, sizeof *m);
     if (!std_msgs__msg__ByteMultiArray__init(m)) die("ByteMultiArray init failed");
     if (!rosidl_runtime_c__octet__Sequence__init(&m->data, size)) die("out of memory");
 }

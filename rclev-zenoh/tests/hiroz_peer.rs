@@ -1,7 +1,8 @@
 //! rclev-zenoh against an independent implementation of rmw_zenoh's wire: hiroz (the Zenoh
-//! authors' ROS 2 stack in Rust, `peers/hiroz-peer`), through zenohd (the Zenoh router from
-//! crates.io, not rclev's embedded one), in a loopback-only namespace. Both are built once by
-//! `.ci/zenoh-peers` (run by `.ci/oracles`).
+//! authors' ROS 2 stack in Rust, `peers/hiroz-peer`, built once by `.ci/zenoh-peers`, run by
+//! `.ci/oracles`), through a Zenoh router that is not rclev's embedded one: zenoh-python's
+//! (`tests/peers/zenoh_router.py`, the Zenoh 1.10.2 runtime zenohd runs), in a loopback-only
+//! namespace.
 //!
 //! Each side sees the other in its graph; topics, services and actions work in both
 //! directions. GIDs are not compared: hiroz derives them its own way (the byte-exact checks of
@@ -25,12 +26,12 @@ use common::{executor, in_netns, spin_until, PeerProcess};
 const LIMIT: Duration = Duration::from_secs(180);
 const WAIT: Duration = Duration::from_secs(60);
 
-/// zenohd on rmw_zenoh's router endpoint, no multicast scouting; killed when dropped.
-fn zenohd() -> PeerProcess {
-    PeerProcess::program(
-        "zenohd",
-        &["-l", "tcp/127.0.0.1:7447", "--no-multicast-scouting"],
-    )
+/// A Zenoh router (zenoh-python's) on rmw_zenoh's router endpoint, no multicast scouting,
+/// listening when this returns; killed when dropped.
+fn zenoh_router() -> PeerProcess {
+    let mut router = PeerProcess::python("zenoh_router.py", &["tcp/127.0.0.1:7447"]);
+    router.line("ready", WAIT);
+    router
 }
 
 /// Spins `executor` on a thread of its own until the returned guard is dropped.
@@ -78,7 +79,7 @@ fn topics_flow_both_ways_between_rclev_and_hiroz() {
         &[],
         LIMIT,
         || {
-            let _router = zenohd();
+            let _router = zenoh_router();
             let (_transport, executor) = executor();
             let node = executor.create_node("rclev_node").unwrap();
             let heard = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -160,7 +161,7 @@ fn services_work_both_ways_between_rclev_and_hiroz() {
         &[],
         LIMIT,
         || {
-            let _router = zenohd();
+            let _router = zenoh_router();
             // The rclev server spins on a thread of its own, the rclev client here.
             let (_ta, serving) = executor();
             let (_tb, executor) = executor();
@@ -218,7 +219,7 @@ fn actions_work_both_ways_between_rclev_and_hiroz() {
                 ActionServerOptions, CancelResponse, GoalEnd, GoalResponse, GoalState,
                 ServerGoalHandle,
             };
-            let _router = zenohd();
+            let _router = zenoh_router();
             // The rclev server spins on a thread of its own, the rclev client here.
             let (_ta, serving) = executor();
             let (_tb, executor) = executor();
@@ -333,7 +334,7 @@ fn actions_work_both_ways_between_rclev_and_hiroz() {
 #[test]
 fn hiroz_sees_the_rclev_node_in_its_graph() {
     in_netns("hiroz_sees_the_rclev_node_in_its_graph", &[], LIMIT, || {
-        let _router = zenohd();
+        let _router = zenoh_router();
         let (_transport, executor) = executor();
         let node = executor.create_node("rclev_seen").unwrap();
         let _publisher = node.create_publisher::<StringMsg>("/seen_topic").unwrap();

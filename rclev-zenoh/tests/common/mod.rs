@@ -87,7 +87,7 @@ pub fn python_with_zenoh() -> Result<std::path::PathBuf, String> {
 }
 
 /// A peer in a process of its own (a Python script from `tests/peers/`, or a program such as
-/// zenohd or hiroz-peer); its stdout lines are read on a thread so that every wait for one is
+/// the Zenoh router or hiroz-peer); its stdout lines are read on a thread so that every wait for one is
 /// bounded. Killed when dropped.
 pub struct PeerProcess {
     child: std::process::Child,
@@ -181,21 +181,20 @@ impl PeerProcess {
     }
 }
 
-/// Where `.ci/zenoh-peers` (run by `.ci/oracles`) put zenohd and hiroz-peer
-/// (`RCLEV_ZENOH_PEERS`, else `<workspace>/target/zenoh-peers/bin`); else why not.
+/// Where `.ci/zenoh-peers` (run by `.ci/oracles`) put hiroz-peer (`RCLEV_ZENOH_PEERS`, else
+/// `<workspace>/target/zenoh-peers/bin`); else why not.
 pub fn zenoh_peers() -> Result<PathBuf, String> {
     let dir = std::env::var_os("RCLEV_ZENOH_PEERS")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/zenoh-peers/bin")
         });
-    for program in ["zenohd", "hiroz-peer"] {
-        if !dir.join(program).is_file() {
-            return Err(format!(
-                "{} is missing: `bash .ci/oracles` builds zenohd and hiroz-peer there",
-                dir.join(program).display()
-            ));
-        }
+    let program = dir.join("hiroz-peer");
+    if !program.is_file() {
+        return Err(format!(
+            "{} is missing: `bash .ci/oracles` builds it",
+            program.display()
+        ));
     }
     Ok(dir)
 }

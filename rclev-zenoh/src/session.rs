@@ -256,6 +256,12 @@ impl ZenohSession {
         off_current_thread_runtime(|| session.info().routers_zid().wait().collect())
     }
 
+    /// The Zenoh ids of the peers connected to the session directly now.
+    pub fn peers(&self) -> Vec<zenoh::session::ZenohId> {
+        let session = self.zenoh();
+        off_current_thread_runtime(|| session.info().peers_zid().wait().collect())
+    }
+
     /// Closes the session now, and says whether Zenoh reported an error doing it.
     pub fn close(mut self) -> Result<(), SessionError> {
         match self.session.take() {

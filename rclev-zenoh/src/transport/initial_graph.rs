@@ -160,14 +160,14 @@ pub(super) fn spawn(shared: &Arc<Shared>) -> std::io::Result<()> {
 /// The session's direct peers now, or `None` once the transport is gone.
 fn connected(weak: &Weak<Shared>) -> Option<BTreeSet<String>> {
     let shared = weak.upgrade()?;
-    let peers = shared
-        .zenoh()
-        .info()
-        .peers_zid()
-        .wait()
-        .map(|z| z.to_string())
-        .collect();
-    Some(peers)
+    Some(
+        shared
+            .session
+            .peers()
+            .iter()
+            .map(|z| z.to_string())
+            .collect(),
+    )
 }
 
 /// The questions put to the routers: one answer awaited per router.

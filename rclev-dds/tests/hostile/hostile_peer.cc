@@ -10,10 +10,12 @@
 //                                         a valid std_msgs/ByteMultiArray) on the DDS topic TOPIC
 //                                         (type TYPE), as fast as it can (or PAUSE_US between
 //                                         writes); a write that blocks (flow control) waits at
-//                                         most 200 ms, then it goes on
+//                                         most 200 ms, then it goes on; after SECS it stops
+//                                         writing but keeps its writer (which still repairs
+//                                         what a reader missed) until its stdin ends
 //
 // Every mode prints "ready" once its entities exist and "done <writes>" at the end; it exits
-// 0 after SECS seconds. Nothing here is rclev's code: it is the shape of a peer, written with
+// 0 after SECS seconds (flood: once its stdin ends, too). Nothing here is rclev's code: it is the shape of a peer, written with
 // Fast DDS's public API only.
 
 #include <chrono>
@@ -269,6 +271,11 @@ int flood(const std::string& name, const std::string& type, size_t size, int sec
     std::memcpy(sample.data.data(), header, sizeof header);
     long n = write_for(w, sample, secs, false, pause_us);
     std::printf("done %ld\n", n);
+    std::fflush(stdout);
+    // What a pushed-back reader has not taken yet is still in the writer's history: it reaches
+    // the reader as room frees (at the writer's heartbeats) for as long as the writer lives.
+    while (std::fgetc(stdin) != EOF) {
+    }
     return 0;
 }
 

@@ -47,6 +47,8 @@ mod topic;
 mod topic_stats;
 mod type_names;
 #[cfg(feature = "dds")]
+mod waiting_client;
+#[cfg(feature = "dds")]
 mod wire;
 #[cfg(feature = "zenoh")]
 mod zenoh_router;

@@ -12,18 +12,19 @@
 //! The asking client is a plain typed one (`type_description_interfaces` ships with rclev),
 //! so this sits below the dynamic tools that use it.
 
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rclev::interfaces::type_description_interfaces::{msg as td, srv};
 use rclev::msg::{TypeHash, TypeInfo, TypeLimits};
-use rclev::transport::{EndpointInfo, NodePort, Payload, ReadyHook, ServiceEndpoint, ServiceTypes};
+use rclev::transport::{EndpointInfo, NodePort, Payload, ServiceEndpoint, ServiceTypes};
 use rclev::QoSProfile;
 use rclev_codegen::describe::{rihs01, Description, FieldDescription, IndividualDescription};
 
 use crate::errors::Result;
 use crate::installed_types;
 use crate::type_names::Unknown;
+use crate::waiting_client::WaitingClient;
 
 /// A described type as rclev-codegen's describer holds it, whose RIHS01 hash it computes.
 fn individual(d: &td::IndividualTypeDescription) -> IndividualDescription {
@@ -186,15 +187,6 @@ pub(crate) const ASK_WAIT: Duration = Duration::from_secs(5);
 /// When a request not answered is first sent again.
 const RESEND_FIRST: Duration = Duration::from_millis(250);
 
-/// Wakes a waiting asker when a response arrives.
-struct Ring(mpsc::SyncSender<()>);
-
-impl ReadyHook for Ring {
-    fn ready(&self) {
-        let _ = self.0.try_send(());
-    }
-}
-
 /// Asks node `node_fqn` (`/ns/name`) for type `type_name` with hash `hash`.
 pub(crate) fn ask(
     node: &Arc<dyn NodePort>,
@@ -203,21 +195,16 @@ pub(crate) fn ask(
     hash: TypeHash,
 ) -> Result<Learnt> {
     let service = format!("{}/get_type_description", node_fqn.trim_end_matches('/'));
-    let (ring, rung) = mpsc::sync_channel(1);
-    let client = node.create_client(
+    let client = WaitingClient::new(
+        node,
         &ServiceEndpoint {
             name: service.clone(),
             types: ServiceTypes::of::<srv::GetTypeDescription>(),
             qos: QoSProfile::services_default(),
         },
-        Arc::new(Ring(ring)),
     )?;
-    let offered_by = Instant::now() + ASK_WAIT;
-    while !client.service_is_ready() {
-        if Instant::now() > offered_by || crate::interrupt::interrupted() {
-            return Err(format!("{service} is not offered").into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if !client.wait_ready_for(ASK_WAIT) {
+        return Err(format!("{service} is not offered").into());
     }
     let request = srv::GetTypeDescription_Request {
         type_name: type_name.to_string(),
@@ -231,21 +218,11 @@ pub(crate) fn ask(
     let deadline = Instant::now() + ASK_WAIT;
     let mut sent = Vec::new();
     let mut resend_after = RESEND_FIRST;
-    let answer = 'answered: loop {
-        sent.push(client.send_request(Payload::Shared(request.clone()))?);
+    let answer = loop {
+        sent.push(client.send(Payload::Shared(request.clone()))?);
         let left = deadline.saturating_duration_since(Instant::now());
-        let this_try = Instant::now() + resend_after.min(left);
-        loop {
-            while let Some((seq, response)) = client.take_response() {
-                if sent.contains(&seq) {
-                    break 'answered response?;
-                }
-            }
-            let now = Instant::now();
-            if now >= this_try || crate::interrupt::interrupted() {
-                break;
-            }
-            let _ = rung.recv_timeout((this_try - now).min(Duration::from_millis(100)));
+        if let Some(answer) = client.answer(&sent, resend_after.min(left))? {
+            break answer;
         }
         if left <= resend_after || crate::interrupt::interrupted() {
             return Err(format!(

@@ -2,30 +2,27 @@
 //! printed as YAML, for every service type rclev knows or finds installed, and the dynamic
 //! client `action send_goal` uses too.
 
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::wire::CliTransport;
 use rclev::msg::{DynamicMessage, TypeHash, TypeInfo};
-use rclev::transport::{
-    ClientPort, EndpointKind, NodePort, Payload, ServiceEndpoint, ServiceTypes, Transport,
-};
+use rclev::transport::{EndpointKind, NodePort, Payload, ServiceEndpoint, ServiceTypes, Transport};
 use rclev::QoSProfile;
 
 use crate::errors::Result;
 use crate::topic::{
-    absolute, cli_node, from_yaml, known_type, to_flow_yaml, to_yaml, type_support, Wake,
+    absolute, cli_node, from_yaml, known_type, to_flow_yaml, to_yaml, type_support,
 };
 use crate::type_names::{Unknown, Wanted};
+use crate::waiting_client::WaitingClient;
 
 /// How long to wait for a service, then for its answer.
 pub const WAIT: Duration = Duration::from_secs(10);
 
 /// A client of a service whose types are known by description only.
 pub struct DynamicClient {
-    port: Arc<dyn ClientPort>,
-    wake: mpsc::Receiver<()>,
-    name: String,
+    client: WaitingClient,
     /// The request type.
     pub request: TypeInfo,
     /// The response type.
@@ -56,8 +53,8 @@ impl DynamicClient {
         response: TypeInfo,
         hash: TypeHash,
     ) -> Result<Self> {
-        let (tx, wake) = mpsc::sync_channel(1);
-        let port = node.create_client(
+        let client = WaitingClient::new(
+            node,
             &ServiceEndpoint {
                 name: service.to_string(),
                 types: ServiceTypes {
@@ -69,12 +66,9 @@ impl DynamicClient {
                 },
                 qos: QoSProfile::services_default(),
             },
-            Arc::new(Wake(tx)),
         )?;
         Ok(Self {
-            port,
-            wake,
-            name: service.to_string(),
+            client,
             request,
             response,
         })
@@ -88,14 +82,7 @@ impl DynamicClient {
 
     /// Waits up to `limit` for a server; `false` if none came, or on Ctrl-C.
     pub fn wait_ready_for(&self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        while !self.port.service_is_ready() {
-            if Instant::now() > deadline || crate::interrupt::interrupted() {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        true
+        self.client.wait_ready_for(limit)
     }
 
     /// Sends `request` and returns its sequence number (see [`answer`](Self::answer)).
@@ -105,7 +92,7 @@ impl DynamicClient {
 
     /// Sends a request already encoded (CDR with its encapsulation header).
     pub fn send_bytes(&self, cdr: Vec<u8>) -> Result<i64> {
-        Ok(self.port.send_request(Payload::Serialized(Box::new(cdr)))?)
+        self.client.send(Payload::Serialized(Box::new(cdr)))
     }
 
     /// The response to request `sequence`, if it has come; waits at most `wait` for it, and
@@ -119,22 +106,10 @@ impl DynamicClient {
     /// The response to any of requests `sequences` as its CDR bytes, if one has come (see
     /// [`answer`](Self::answer)); responses to other requests are dropped.
     pub fn answer_bytes(&self, sequences: &[i64], wait: Duration) -> Result<Option<Vec<u8>>> {
-        let deadline = Instant::now() + wait;
-        loop {
-            while let Some((seq, answer)) = self.port.take_response() {
-                if !sequences.contains(&seq) {
-                    continue;
-                }
-                let Payload::Serialized(bytes) = answer? else {
-                    return Err("the response came in another form than bytes".into());
-                };
-                return Ok(Some(*bytes));
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() || crate::interrupt::interrupted() {
-                return Ok(None);
-            }
-            let _ = self.wake.recv_timeout(left.min(Duration::from_millis(100)));
+        match self.client.answer(sequences, wait)? {
+            None => Ok(None),
+            Some(Payload::Serialized(bytes)) => Ok(Some(*bytes)),
+            Some(_) => Err("the response came in another form than bytes".into()),
         }
     }
 
@@ -144,7 +119,7 @@ impl DynamicClient {
         match self.answer(sequence, WAIT)? {
             Some(response) => Ok(Some(response)),
             None if crate::interrupt::interrupted() => Ok(None),
-            None => Err(format!("no response from {} within {WAIT:?}", self.name).into()),
+            None => Err(format!("no response from {} within {WAIT:?}", self.client.name()).into()),
         }
     }
 }
@@ -228,7 +203,7 @@ pub fn call(service: &str, type_name: &str, values: &str) -> Result {
         }
     };
     let request = from_yaml(&client.request, values)?;
-    if !client.port.service_is_ready() {
+    if !client.client.is_ready() {
         println!("waiting for service to become available...");
         if !client.wait_ready() {
             return Err(format!("service {service} not available within {WAIT:?}").into());

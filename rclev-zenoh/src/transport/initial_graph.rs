@@ -173,7 +173,8 @@ fn connected(weak: &Weak<Shared>) -> Option<BTreeSet<String>> {
 /// The questions put to the routers: one answer awaited per router.
 struct AskedRouters {
     routers: usize,
-    answers: mpsc::Receiver<BTreeSet<String>>,
+    /// Each answer with the number of the router that gave it.
+    answers: mpsc::Receiver<(usize, BTreeSet<String>)>,
 }
 
 impl AskedRouters {
@@ -183,11 +184,17 @@ impl AskedRouters {
         let by = Instant::now() + ADMIN_TIMEOUT;
         let mut peers = BTreeSet::new();
         // Each router's first answer is the one wanted (only its admin space matches): the
-        // queries' ends are not waited for.
-        for _ in 0..self.routers {
+        // queries' ends are not waited for. A router that answers twice counts once, so that
+        // it does not stand in for one that has not answered yet.
+        let mut answered = BTreeSet::new();
+        while answered.len() < self.routers {
             let left = by.saturating_duration_since(Instant::now());
             match self.answers.recv_timeout(left) {
-                Ok(found) => peers.extend(found),
+                Ok((router, found)) => {
+                    if answered.insert(router) {
+                        peers.extend(found);
+                    }
+                }
                 Err(_) => break,
             }
         }
@@ -200,6 +207,7 @@ fn ask_routers(shared: &Shared) -> AskedRouters {
     let (answer, answers) = mpsc::channel();
     let mut routers = 0;
     for router in shared.session.routers() {
+        let number = routers;
         let own = shared.zid.clone();
         let answer = answer.clone();
         let asked = shared
@@ -212,7 +220,7 @@ fn ask_routers(shared: &Shared) -> AskedRouters {
                 let Ok(sample) = reply.result() else { return };
                 match peer_sessions(&sample.payload().to_bytes(), &own) {
                     Ok(found) => {
-                        let _ = answer.send(found);
+                        let _ = answer.send((number, found));
                     }
                     Err(e) => tracing::debug!(
                         target: "rclev_zenoh",

@@ -196,11 +196,13 @@ fn rss_mb() -> f64 {
     pages * page / 1e6
 }
 
+/// How long each flood lasts: `RCLEV_FLOOD_SECS`, else 10 s (memory levels off within 4 s;
+/// docs/performance.md's figures are taken with 30).
 fn flood_secs() -> u64 {
     std::env::var("RCLEV_FLOOD_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(30)
+        .unwrap_or(10)
         .max(3)
 }
 

@@ -28,14 +28,13 @@ fn venv_prefix() -> PathBuf {
         .to_path_buf()
 }
 
-/// A fresh directory for the bags of test `name` (a random name: each test runs in a PID
+/// A fresh directory, removed when dropped (a failing test's too), for the bags of test `name` (a random name: each test runs in a PID
 /// namespace of its own, where every test process has the same pid).
-fn scratch(name: &str) -> PathBuf {
+fn scratch(name: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix(&format!("rclev-bag-play-{name}-"))
         .tempdir()
         .unwrap()
-        .keep()
 }
 
 /// Writes bag `kind` (mixed, basic, clock) with rosbags into `dir`.
@@ -193,8 +192,9 @@ fn plays_a_rosbags_bag_to_rclpy_in_order_and_on_time() {
         "plays_a_rosbags_bag_to_rclpy_in_order_and_on_time",
         LIMIT,
         || {
-            let dir = scratch("timing");
-            let bag = write_bag(&dir, "mixed");
+            let scratch = scratch("timing");
+            let dir = scratch.path();
+            let bag = write_bag(dir, "mixed");
             let listener = Peer::start(
                 "bag_play_peer.py",
                 &[
@@ -236,7 +236,6 @@ fn plays_a_rosbags_bag_to_rclpy_in_order_and_on_time() {
                 qos["/chatter"][0],
                 serde_json::json!(["reliable", "volatile"])
             );
-            let _ = std::fs::remove_dir_all(dir);
         },
     );
 }
@@ -246,8 +245,9 @@ fn plays_a_rosbags_bag_to_rclpy_in_order_and_on_time() {
 #[test]
 fn clock_drives_a_sim_time_rclpy_node() {
     in_netns("clock_drives_a_sim_time_rclpy_node", LIMIT, || {
-        let dir = scratch("clock");
-        let bag = write_bag(&dir, "clock");
+        let scratch = scratch("clock");
+        let dir = scratch.path();
+        let bag = write_bag(dir, "clock");
         let node = Peer::start(
             "bag_play_peer.py",
             &["simclock", "30", "/tick:std_msgs/msg/String"],
@@ -284,8 +284,9 @@ fn clock_drives_a_sim_time_rclpy_node() {
 #[test]
 fn topics_and_remap_choose_and_rename() {
     in_netns("topics_and_remap_choose_and_rename", LIMIT, || {
-        let dir = scratch("remap");
-        let bag = write_bag(&dir, "mixed");
+        let scratch = scratch("remap");
+        let dir = scratch.path();
+        let bag = write_bag(dir, "mixed");
         let listener = Peer::start(
             "bag_play_peer.py",
             &[
@@ -340,8 +341,9 @@ fn rate_and_start_offset_shift_and_scale_the_schedule() {
         "rate_and_start_offset_shift_and_scale_the_schedule",
         LIMIT,
         || {
-            let dir = scratch("rate");
-            let bag = write_bag(&dir, "mixed");
+            let scratch = scratch("rate");
+            let dir = scratch.path();
+            let bag = write_bag(dir, "mixed");
             let want: Vec<(u64, Vec<u8>)> = recorded(&bag, "/chatter")
                 .into_iter()
                 .filter(|(t, _)| *t >= T0 + 1000 * MS)
@@ -387,8 +389,9 @@ fn rate_and_start_offset_shift_and_scale_the_schedule() {
 #[test]
 fn qos_overrides_file_sets_the_offered_profile() {
     in_netns("qos_overrides_file_sets_the_offered_profile", LIMIT, || {
-        let dir = scratch("overrides");
-        let bag = write_bag(&dir, "mixed");
+        let scratch = scratch("overrides");
+        let dir = scratch.path();
+        let bag = write_bag(dir, "mixed");
         let overrides = dir.join("overrides.yaml");
         std::fs::write(
             &overrides,
@@ -439,8 +442,9 @@ fn qos_overrides_file_sets_the_offered_profile() {
 #[test]
 fn a_type_known_only_from_the_bag_schema_plays() {
     in_netns("a_type_known_only_from_the_bag_schema_plays", LIMIT, || {
-        let dir = scratch("schema");
-        let bag = write_bag(&dir, "basic");
+        let scratch = scratch("schema");
+        let dir = scratch.path();
+        let bag = write_bag(dir, "basic");
         let listener = Peer::start(
             "bag_play_peer.py",
             &["listen", "20", "30", "/basic:test_msgs/msg/BasicTypes"],
@@ -464,7 +468,8 @@ fn a_type_known_only_from_the_bag_schema_plays() {
 /// goes on the network.
 #[test]
 fn bad_options_are_errors_that_say_why() {
-    let dir = scratch("bad");
+    let scratch = scratch("bad");
+    let dir = scratch.path();
     let bag = dir.join("no-bag-needed");
     let bag = bag.to_str().unwrap();
     let overrides = dir.join("bad.yaml");
@@ -508,7 +513,6 @@ fn bad_options_are_errors_that_say_why() {
         String::from_utf8_lossy(&out.stderr).contains("no-bag-needed"),
         "a missing bag is named"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// The defect: a message whose CDR payload was empty was "published" (counted among the
@@ -523,7 +527,8 @@ fn a_message_that_is_not_cdr_is_skipped_and_the_rest_played() {
         LIMIT,
         || {
             use rclev::interfaces::std_msgs::msg::String as Text;
-            let dir = scratch("not-cdr");
+            let scratch = scratch("not-cdr");
+            let dir = scratch.path();
             let bag = dir.join("bag");
             let mut w =
                 rclev_bag::BagWriter::create(&bag, rclev_bag::WriterOptions::default()).unwrap();

@@ -36,14 +36,13 @@ use support::{interrupted_at, KilledOnDrop, Moment};
 /// How long one command may take before it is killed (and the test fails).
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// A fresh directory for test `name` (a random name: each test runs in a PID namespace of its
+/// A fresh directory, removed when dropped (a failing test's too), for test `name` (a random name: each test runs in a PID namespace of its
 /// own, where every test process has the same pid).
-fn scratch(name: &str) -> PathBuf {
+fn scratch(name: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix(&format!("rclev-hostile-{name}-"))
         .tempdir()
         .unwrap()
-        .keep()
 }
 
 /// Runs `rclev ARGS` with `env` to its end, killed past [`LIMIT`]; its output.
@@ -214,14 +213,15 @@ fn bag_play_skips_types_over_the_limits_and_names_them() {
         "bag_play_skips_types_over_the_limits_and_names_them",
         LIMIT * 4,
         || {
-            let dir = scratch("bag-play-types");
+            let scratch = scratch("bag-play-types");
+            let dir = scratch.path();
             for (shape, said) in [
                 (Shape::Chain(100_000), "TypeLimits::max_types"),
                 (Shape::Chain(10_000), "TypeLimits::max_types"),
                 (Shape::Chain(100), "TypeLimits::max_depth"),
                 (Shape::Cycle(5_000), "contains itself"),
             ] {
-                let file = bag(&dir, shape, &[cdr(&[0; 16])]);
+                let file = bag(dir, shape, &[cdr(&[0; 16])]);
                 let out = rclev(&["bag", "play", file.to_str().unwrap()], &[]);
                 let err = stderr(&out);
                 assert!(out.status.success(), "{shape:?}: {err}");
@@ -241,7 +241,7 @@ fn bag_play_skips_types_over_the_limits_and_names_them() {
             // and its messages are played.
             let leaf = 0f64.to_le_bytes();
             let body: Vec<u8> = leaf.iter().copied().cycle().take(8 << 6).collect();
-            let file = bag(&dir, Shape::Diamond(6), &[cdr(&body), cdr(&body)]);
+            let file = bag(dir, Shape::Diamond(6), &[cdr(&body), cdr(&body)]);
             let out = rclev(&["bag", "play", file.to_str().unwrap()], &[]);
             assert!(out.status.success(), "{}", stderr(&out));
             assert!(
@@ -249,7 +249,6 @@ fn bag_play_skips_types_over_the_limits_and_names_them() {
                 "{}",
                 String::from_utf8_lossy(&out.stdout)
             );
-            std::fs::remove_dir_all(&dir).ok();
         },
     );
 }
@@ -264,7 +263,8 @@ fn topic_echo_and_pub_refuse_installed_types_over_the_limits() {
         "topic_echo_and_pub_refuse_installed_types_over_the_limits",
         LIMIT * 8,
         || {
-            let dir = scratch("installed");
+            let scratch = scratch("installed");
+            let dir = scratch.path();
             for rmw in ["rmw_fastrtps_cpp", "rmw_zenoh_cpp"] {
                 let _router = (rmw == "rmw_zenoh_cpp").then(|| {
                     KilledOnDrop(Some(
@@ -309,7 +309,7 @@ fn topic_echo_and_pub_refuse_installed_types_over_the_limits() {
                 // 2 of its 2^41 float64 leaves), and ends cleanly on Ctrl-C.
                 let shape = Shape::Diamond(41);
                 let prefix = dir.join(format!("{rmw}-{shape:?}"));
-                let file = bag(&dir, shape, &[cdr(&[0; 16])]);
+                let file = bag(dir, shape, &[cdr(&[0; 16])]);
                 let env = [
                     ("AMENT_PREFIX_PATH", prefix.to_str().unwrap()),
                     ("RMW_IMPLEMENTATION", rmw),
@@ -331,7 +331,6 @@ fn topic_echo_and_pub_refuse_installed_types_over_the_limits() {
                 let status = play.0.take().unwrap().wait().unwrap();
                 assert!(status.success(), "{rmw}: bag play: {status}");
             }
-            std::fs::remove_dir_all(&dir).ok();
         },
     );
 }
@@ -582,7 +581,8 @@ fn bag_record_over_zenoh_refuses_a_hostile_peers_types_and_records_the_rest() {
                 ("/cycle", "cycle_msgs", Shape::Cycle(5)),
                 ("/diamond", "diamond_msgs", Shape::Diamond(41)),
             ]);
-            let dir = scratch("record");
+            let scratch = scratch("record");
+            let dir = scratch.path();
             let bag = dir.join("bag");
             let args = [
                 "bag",
@@ -627,7 +627,6 @@ fn bag_record_over_zenoh_refuses_a_hostile_peers_types_and_records_the_rest() {
             assert!(info.status.success(), "{info_text}");
             assert!(info_text.contains("/diamond"), "{info_text}");
             assert!(info_text.contains("diamond_msgs/msg/T0"), "{info_text}");
-            std::fs::remove_dir_all(&dir).ok();
         },
     );
 }
@@ -652,7 +651,8 @@ fn yaml_alias_bombs_are_refused_wherever_yaml_is_read() {
         "yaml_alias_bombs_are_refused_wherever_yaml_is_read",
         LIMIT * 4,
         || {
-            let dir = scratch("yaml");
+            let scratch = scratch("yaml");
+            let dir = scratch.path();
             let bomb = billion_laughs();
             let deep = "- ".repeat(100_000) + "x\n";
             let ok = cdr(&0f64.to_le_bytes());
@@ -728,7 +728,6 @@ fn yaml_alias_bombs_are_refused_wherever_yaml_is_read() {
                 ];
                 refused(&rclev(&publish, &[]), "topic pub");
             }
-            std::fs::remove_dir_all(&dir).ok();
         },
     );
 }

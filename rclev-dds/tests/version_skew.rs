@@ -18,8 +18,14 @@ fn a_peer_on_another_fast_dds_neither_crashes_nor_hangs_anyone() {
     let venv = std::env::var_os("RCLEV_ORACLE_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.join("../target/oracle-venv"));
+    // Its logs: removed when it passes, kept (and named) when it fails.
+    let logs = tempfile::Builder::new()
+        .prefix("skew-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
     let mut child = Command::new("bash")
         .arg(dir.join("tests/shm/skew.sh"))
+        .env("SKEW_OUT", logs.path())
         .env("SKEW_BIN_214", &chatter)
         .env("SKEW_PYTHON", venv.join("bin/python"))
         .env("RCLEV_ORACLE_VENV", &venv)
@@ -32,12 +38,19 @@ fn a_peer_on_another_fast_dds_neither_crashes_nor_hangs_anyone() {
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("skew.sh did not finish within 15 minutes");
+            let kept = logs.keep();
+            panic!(
+                "skew.sh did not finish within 15 minutes (logs in {})",
+                kept.display()
+            );
         }
         std::thread::sleep(Duration::from_millis(200));
     };
-    assert!(
-        status.success(),
-        "skew.sh failed ({status}); its summary.txt says which pair"
-    );
+    if !status.success() {
+        let kept = logs.keep();
+        panic!(
+            "skew.sh failed ({status}); {} says which pair",
+            kept.join("summary.txt").display()
+        );
+    }
 }

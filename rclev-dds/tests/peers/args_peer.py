@@ -1,15 +1,18 @@
 """The rclpy side of the ROS-arguments oracle (tests/ros_args_oracle.rs).
 
-For each argument vector in the JSON file argv[1], in order: rclpy.init with the vector as a
-program's arguments in a context of its own, a node 'probe' with the probe's parameters and
-endpoints (the same as the Rust side's), one JSON line on stdout ({"i", "fqn"} or {"i",
-"error"}), then it spins until a line on stdin says the test has read the graph, and tears
-everything down; the next vector starts at the next line on stdin.
+For each argument vector in the JSON file argv[1], in order from index argv[2] (0 if not
+given): rclpy.init with the vector as a program's arguments in a context of its own, a node
+'probe' with the probe's parameters and endpoints (the same as the Rust side's), one JSON line
+on stdout ({"i", "fqn"} or {"i", "error"}), then it spins until a line on stdin says the test
+has read the graph, tears everything down and says so ({"i", "gone"}); the next vector starts
+at the next line on stdin. SIGUSR1 dumps every thread's stack to stderr (the test asks when
+a teardown does not end).
 """
 
 import faulthandler
 import gc
 import json
+import signal
 import sys
 import threading
 
@@ -54,9 +57,13 @@ def probe(ctx):
 
 def main():
     faulthandler.dump_traceback_later(900, exit=True)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     with open(sys.argv[1]) as f:
         vectors = json.load(f)
+    first = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     for i, vector in enumerate(vectors):
+        if i < first:
+            continue
         sys.stdin.readline()  # "go": the domain is empty again
         ctx = Context()
         try:
@@ -67,6 +74,7 @@ def main():
             ctx.try_shutdown()
             ctx.destroy()
             sys.stdin.readline()
+            print(json.dumps({"i": i, "gone": True}), flush=True)
             continue
         executor = SingleThreadedExecutor(context=ctx)
         executor.add_node(node)
@@ -88,6 +96,7 @@ def main():
         node.destroy_node()
         ctx.try_shutdown()
         ctx.destroy()  # the participant goes now, not when the context is collected
+        print(json.dumps({"i": i, "gone": True}), flush=True)
     return 0
 
 

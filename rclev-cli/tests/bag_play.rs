@@ -28,8 +28,9 @@ fn venv_prefix() -> PathBuf {
         .to_path_buf()
 }
 
-/// A fresh directory, removed when dropped (a failing test's too), for the bags of test `name` (a random name: each test runs in a PID
-/// namespace of its own, where every test process has the same pid).
+/// A fresh directory, removed when dropped (a failing test's too), for the bags of test `name` (a
+/// random name: each test runs in a PID namespace of its own, where every test process has the
+/// same pid).
 fn scratch(name: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix(&format!("rclev-bag-play-{name}-"))

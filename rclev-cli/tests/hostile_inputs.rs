@@ -36,8 +36,8 @@ use support::{interrupted_at, KilledOnDrop, Moment};
 /// How long one command may take before it is killed (and the test fails).
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// A fresh directory, removed when dropped (a failing test's too), for test `name` (a random name: each test runs in a PID namespace of its
-/// own, where every test process has the same pid).
+/// A fresh directory, removed when dropped (a failing test's too), for test `name` (a random name:
+/// each test runs in a PID namespace of its own, where every test process has the same pid).
 fn scratch(name: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix(&format!("rclev-hostile-{name}-"))

@@ -13,8 +13,8 @@
 //!   block, then time out) and a best-effort one loses samples. The worker takes from Fast
 //!   DDS as it makes room ([`refill`]). Memory stays bounded in bytes whatever the writer
 //!   does: the budget, and a few samples in Fast DDS. The price: what Fast DDS refused while
-//!   full is sent again only when the writer next asks (its heartbeat, 3 s by default, or one
-//!   riding on new data), so a reader that falls behind catches up in rounds — measured with
+//!   full is sent again only at the writer's next heartbeat (3 s by default, or one riding on
+//!   new data), so a reader that falls behind catches up in rounds — measured with
 //!   1 MiB samples and a 100 ms callback (`tests/hostile.rs`): ~9 a second on an idle host,
 //!   ~1 a second beside two busy loops under the sanitizers. rmw_fastrtps's KeepAll reader
 //!   holds 5,000 samples instead, whatever their size.

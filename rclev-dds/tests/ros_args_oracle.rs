@@ -362,21 +362,30 @@ impl RclpyPeer {
     }
 
     fn say(&mut self, word: &str) {
-        writeln!(self.to_peer, "{word}").unwrap();
+        if let Err(e) = writeln!(self.to_peer, "{word}") {
+            let status = self.child.wait();
+            panic!("the rclpy peer is gone ({e}; {status:?})");
+        }
     }
 
     /// Tells the peer to tear the vector's node down and waits until it says it has; `false`
-    /// if it did not within [`TEARDOWN_WAIT`] (its stacks are dumped, and it is killed).
+    /// if it did not within [`TEARDOWN_WAIT`] (its stacks are dumped, and it is killed). A
+    /// peer that exits instead (an exception in rclpy's teardown) fails the test.
     fn tear_down(&mut self, what: &str) -> bool {
         self.say("next");
         match self.lines.recv_timeout(TEARDOWN_WAIT) {
             Ok(line) if line.contains("\"gone\"") => true,
-            other => {
-                println!("{what}: rclpy's teardown did not end ({other:?}); its threads:");
+            Ok(line) => panic!("{what}: the rclpy peer said {line:?}, not that it was gone"),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = self.child.wait();
+                panic!("{what}: the rclpy peer exited in its teardown ({status:?})")
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                println!("{what}: rclpy's teardown did not end; its threads:");
                 // The peer registered faulthandler for SIGUSR1: the stacks go to its stderr.
-                let _ = Command::new("kill")
-                    .args(["-USR1", &self.child.id().to_string()])
-                    .status();
+                // SAFETY: kill has no memory preconditions; the pid is our own child's, not
+                // yet waited for.
+                unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGUSR1) };
                 std::thread::sleep(Duration::from_secs(1));
                 let _ = self.child.kill();
                 let _ = self.child.wait();
@@ -439,8 +448,9 @@ fn rclev_resolves_ros_arguments_as_rclpy_does() {
             };
             if !peer.tear_down(&what) {
                 // Its participant leaves when its lease runs out (wait_empty); a new peer
-                // takes the next vectors.
+                // takes the next vectors. More than twice in one run is not bad luck.
                 restarts += 1;
+                assert!(restarts <= 2, "rclpy's teardown hung {restarts} times");
                 peer = RclpyPeer::start(&vectors_file, i + 1);
             }
             observer.wait_empty(&format!("{what} (after rclpy)"));

@@ -14,9 +14,9 @@
 //                                         writing but keeps its writer (which still repairs
 //                                         what a reader missed) until its stdin ends
 //
-// Every mode prints "ready" once its entities exist and "done <writes>" at the end; it exits
-// 0 after SECS seconds (flood: once its stdin ends, too). Nothing here is rclev's code: it is the shape of a peer, written with
-// Fast DDS's public API only.
+// Every mode prints "ready" once its entities exist and "done <writes>" at the end; it exits 0
+// after SECS seconds (flood: once its stdin ends, too). Nothing here is rclev's code: it is the
+// shape of a peer, written with Fast DDS's public API only.
 
 #include <chrono>
 #include <cstdint>

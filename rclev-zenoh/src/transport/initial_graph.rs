@@ -206,8 +206,7 @@ impl AskedRouters {
 fn ask_routers(shared: &Shared) -> AskedRouters {
     let (answer, answers) = mpsc::channel();
     let mut routers = 0;
-    for router in shared.session.routers() {
-        let number = routers;
+    for (number, router) in shared.session.routers().into_iter().enumerate() {
         let own = shared.zid.clone();
         let answer = answer.clone();
         let asked = shared

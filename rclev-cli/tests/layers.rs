@@ -4,7 +4,7 @@
 //!
 //! | layer | modules |
 //! | --- | --- |
-//! | 0 | leaves: `errors`, `clock`, `report`, `interrupt`, `bundled` (the vendored definitions), `wire` (the transport RMW_IMPLEMENTATION names), `graph`, `installed_types`, `demo` |
+//! | 0 | leaves: `errors`, `clock`, `report`, `interrupt`, `bundled` (the vendored definitions), `wire` (the transport RMW_IMPLEMENTATION names), `graph`, `installed_types`, `demo`, `waiting_client` (a service client that blocks, bounded, with Ctrl-C honoured) |
 //! | 1 | `type_names`, `lifecycle`, `param`, `remote_types` (types learnt from nodes' `~/get_type_description`), `zenoh_router`, the benchmarks (`bench_timers`, `bench_pubsub`, `bench_dds`, `simtime`) |
 //! | 2 | `interface`, `topic` |
 //! | 3 | `service_call`, `topic_stats`, `bench_bag` (its publisher and subscriber are `topic`'s endpoints; its processes `bench_dds`'s) |
@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("installed_types.rs", 0),
     ("demo.rs", 0),
     ("wire.rs", 0),
+    ("waiting_client.rs", 0),
     ("zenoh_router.rs", 1),
     ("type_names.rs", 1),
     ("lifecycle.rs", 1),

@@ -409,9 +409,12 @@ fn run(strategy: impl Strategy<Value = Spec>) -> Seen {
     seen
 }
 
-/// At least a tenth of the cases (rounded down), so that no kind of graph goes untried.
+/// At least a twentieth of the cases (rounded down), so that no kind of graph goes untried.
+/// The rarest kind, layered graphs whose default is refused, came 23-41 times in 256 cases
+/// over 8 runs: a tenth (25) failed a fresh-clone CI run once; a twentieth (12) is far below
+/// anything seen, and still says the kind was tried.
 fn often(n: &AtomicUsize) -> bool {
-    n.load(Ordering::Relaxed) >= cases() as usize / 10
+    n.load(Ordering::Relaxed) >= cases() as usize / 20
 }
 
 #[test]
